@@ -1,0 +1,3 @@
+module github.com/quorumlock/redlock
+
+go 1.24
