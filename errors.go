@@ -1,0 +1,167 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Errors returned by the client. Use errors.Is to test for them: the errors
+// the client returns wrap them, usually inside an *OpError that says what
+// each node did.
+var (
+	// ErrTaken means the lock is held by another owner: enough nodes
+	// answered, but too many of them hold someone else's token for a
+	// quorum to be possible.
+	ErrTaken = errors.New("redlock: lock is held by another owner")
+
+	// ErrNoQuorum means too few nodes answered for the operation to reach a
+	// quorum, whatever the others held. The per-node causes are in the
+	// *OpError.
+	ErrNoQuorum = errors.New("redlock: no quorum of nodes reachable")
+
+	// ErrExpired means the lock's validity ended: an acquisition whose round
+	// took longer than the validity it could give, or an Extend or Release
+	// that came after the lock's deadline. Whatever the lock protected may
+	// have been used by another owner since the deadline.
+	ErrExpired = errors.New("redlock: lock validity has ended")
+
+	// ErrLockLost means the client saw, within the lock's validity, that a
+	// quorum of nodes no longer holds its token: the keys were deleted,
+	// evicted, lost in a restart, or taken over. The lock is gone.
+	ErrLockLost = errors.New("redlock: lock lost")
+
+	// ErrReleased means the Lock was already released through this handle.
+	ErrReleased = errors.New("redlock: lock already released")
+
+	// ErrInvalid means an argument or an option is invalid. The error text
+	// says which and why.
+	ErrInvalid = errors.New("redlock: invalid argument")
+)
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+// An OpError describes an operation on a lock that did not succeed and what
+// each node did in its last round.
+//
+// Err is the reason, one of ErrTaken, ErrNoQuorum, ErrExpired or
+// ErrLockLost. When the caller's context ended the wait, the error also
+// wraps the context's error, so that errors.Is(err, context.Canceled) and
+// errors.Is(err, context.DeadlineExceeded) work; Err then holds the reason
+// of the last round that completed, or is nil if none did.
+type OpError struct {
+	Op     string       // "acquire", "extend" or "release"
+	Key    string       // the lock's key
+	Quorum int          // the number of nodes that had to agree
+	Rounds int          // the number of rounds made (acquire only; otherwise 1)
+	Nodes  []NodeResult // what each node did in the last round, in the order given to New
+	Err    error        // the reason
+
+	ctxErr error // the caller's context error, if it ended the wait
+}
+
+// Unwrap returns the reason and, if the caller's context ended the wait,
+// the context's error.
+func (e *OpError) Unwrap() []error {
+	errs := make([]error, 0, 2)
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	if e.ctxErr != nil {
+		errs = append(errs, e.ctxErr)
+	}
+	return errs
+}
+
+func (e *OpError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "redlock: %s %q", e.Op, e.Key)
+	switch {
+	case e.ctxErr != nil && e.Err != nil:
+		fmt.Fprintf(&b, ": %v after %d rounds; last: %s", e.ctxErr, e.Rounds, reasonText(e.Err))
+	case e.ctxErr != nil:
+		fmt.Fprintf(&b, ": %v", e.ctxErr)
+	default:
+		b.WriteString(": " + reasonText(e.Err))
+		if e.Rounds > 1 {
+			fmt.Fprintf(&b, " after %d rounds", e.Rounds)
+		}
+	}
+	if len(e.Nodes) > 0 {
+		ok := 0
+		for _, n := range e.Nodes {
+			if n.Outcome == OK {
+				ok++
+			}
+		}
+		fmt.Fprintf(&b, " (%d of %d nodes ok, quorum %d:", ok, len(e.Nodes), e.Quorum)
+		for i, n := range e.Nodes {
+			if i > 0 {
+				b.WriteByte(';')
+			}
+			b.WriteString(" " + n.String())
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+func reasonText(err error) string {
+	if err == nil {
+		return "no round completed"
+	}
+	return strings.TrimPrefix(err.Error(), "redlock: ")
+}
+
+// An Outcome is what one node did with one request.
+type Outcome int
+
+const (
+	// NoAnswer means the node did not answer in time, or the outcome was
+	// decided before its answer was needed.
+	NoAnswer Outcome = iota
+	// OK means the node did what was asked: it granted the lock, extended
+	// it or deleted our key.
+	OK
+	// Taken means the key on the node holds another owner's token.
+	Taken
+	// Absent means the key does not exist on the node (extend, release).
+	Absent
+	// Failed means the request failed; NodeResult.Err says why.
+	Failed
+)
+
+var outcomeNames = [...]string{"no answer", "ok", "taken", "absent", "failed"}
+
+func (o Outcome) String() string {
+	if o >= 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// NodeResult is what one node did with one request.
+type NodeResult struct {
+	Node    string        // the node's Name
+	Outcome Outcome       // what it did
+	TTL     time.Duration // Taken: the other owner's remaining time to live, as the node reported it
+	Err     error         // Failed, NoAnswer: the error
+	Latency time.Duration // from the start of the round to the answer
+}
+
+func (r NodeResult) String() string {
+	s := r.Node + " " + r.Outcome.String()
+	switch {
+	case r.Outcome == Taken && r.TTL > 0:
+		s += " (expires in " + r.TTL.String() + ")"
+	case r.Err != nil:
+		s += ": " + r.Err.Error()
+	}
+	if r.Outcome != NoAnswer {
+		s += " in " + r.Latency.Round(time.Microsecond).String()
+	}
+	return s
+}

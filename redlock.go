@@ -1,0 +1,253 @@
+package redlock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"log/slog"
+	"math"
+	mathrand "math/rand/v2"
+	"time"
+)
+
+// Defaults for the zero values of Options.
+const (
+	DefaultDriftFactor    = 0.01
+	DefaultMinDrift       = 2 * time.Millisecond
+	DefaultMaxNodeTimeout = 250 * time.Millisecond
+	DefaultRetryDelay     = 50 * time.Millisecond
+	DefaultReleaseTimeout = time.Second
+
+	// MinValidity is the least validity a TTL must be able to give after
+	// the drift allowance is taken off; shorter TTLs are rejected.
+	MinValidity = 5 * time.Millisecond
+)
+
+// Options configures a Client. The zero value of every field selects the
+// documented default; a nil *Options selects all defaults.
+type Options struct {
+	// DriftFactor is the share of the TTL set aside for the difference in
+	// clock rates between the client and the nodes. Default 0.01. It must
+	// be below 0.5; drift compensation cannot be turned off.
+	DriftFactor float64
+
+	// MinDrift is added to the drift allowance of every lock, for the
+	// granularity of the nodes' expiry. Default 2ms.
+	MinDrift time.Duration
+
+	// NodeTimeout bounds how long one round waits for one node. It should
+	// be far below the TTL, so that a slow or dead node cannot use up the
+	// validity. Default: a tenth of the TTL, at most 250ms.
+	NodeTimeout time.Duration
+
+	// RetryDelay is the mean pause between the rounds of Lock. Each pause
+	// is drawn at random from [RetryDelay/2, 3*RetryDelay/2), so that
+	// contenders that collided do not collide again. Default 50ms.
+	RetryDelay time.Duration
+
+	// Tries bounds the number of rounds Lock makes. Default 0: no bound,
+	// Lock keeps trying until it obtains the lock or its context ends.
+	Tries int
+
+	// ReleaseTimeout bounds the clean-up after a failed round and the
+	// Release of a lock. Both run even when the caller's context is
+	// already cancelled, so that no key is left behind to block others.
+	// Default 1s.
+	ReleaseTimeout time.Duration
+
+	// Logger receives the client's logs. Default: none.
+	Logger *slog.Logger
+}
+
+// A Client obtains locks on a fixed set of independent Redis masters with
+// the Redlock algorithm. A Client is safe for concurrent use by multiple
+// goroutines.
+type Client struct {
+	nodes  []Node
+	quorum int
+	opts   Options
+	log    *slog.Logger
+}
+
+// New returns a Client for the given nodes, which must be independent Redis
+// masters (no replication between them). Any number of nodes is allowed,
+// but an odd number is best: four nodes survive one failure, as three do.
+func New(nodes []Node, opts *Options) (*Client, error) {
+	if len(nodes) == 0 {
+		return nil, invalidf("no nodes")
+	}
+	seen := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		if n == nil {
+			return nil, invalidf("node %d is nil", i)
+		}
+		name := n.Name()
+		if j, dup := seen[name]; dup {
+			return nil, invalidf("node %q is given twice (positions %d and %d): the same server would vote twice", name, j, i)
+		}
+		seen[name] = i
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.fill(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		nodes:  append([]Node(nil), nodes...),
+		quorum: len(nodes)/2 + 1,
+		opts:   o,
+		log:    o.Logger,
+	}
+	return c, nil
+}
+
+func (o *Options) fill() error {
+	switch {
+	case math.IsNaN(o.DriftFactor) || o.DriftFactor < 0 || o.DriftFactor >= 0.5:
+		return invalidf("DriftFactor %v is outside [0, 0.5)", o.DriftFactor)
+	case o.MinDrift < 0:
+		return invalidf("MinDrift %v is negative", o.MinDrift)
+	case o.NodeTimeout < 0:
+		return invalidf("NodeTimeout %v is negative", o.NodeTimeout)
+	case o.RetryDelay < 0:
+		return invalidf("RetryDelay %v is negative", o.RetryDelay)
+	case o.Tries < 0:
+		return invalidf("Tries %d is negative", o.Tries)
+	case o.ReleaseTimeout < 0:
+		return invalidf("ReleaseTimeout %v is negative", o.ReleaseTimeout)
+	}
+	if o.DriftFactor == 0 {
+		o.DriftFactor = DefaultDriftFactor
+	}
+	if o.MinDrift == 0 {
+		o.MinDrift = DefaultMinDrift
+	}
+	if o.RetryDelay == 0 {
+		o.RetryDelay = DefaultRetryDelay
+	}
+	if o.ReleaseTimeout == 0 {
+		o.ReleaseTimeout = DefaultReleaseTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Nodes returns the names of the client's nodes, in order.
+func (c *Client) Nodes() []string {
+	names := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		names[i] = n.Name()
+	}
+	return names
+}
+
+// Quorum returns the number of nodes that must agree: N/2+1.
+func (c *Client) Quorum() int { return c.quorum }
+
+// TryLock makes one attempt to obtain the lock on key for ttl.
+//
+// On success the returned Lock is held until Lock.Until, unless it is
+// extended. On failure no key of the attempt is left on any node, and the
+// error is an *OpError wrapping ErrTaken, ErrNoQuorum or ErrExpired; a
+// bad key or ttl gives an error wrapping ErrInvalid.
+func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
+	ttl, err := c.checkLock(key, ttl)
+	if err != nil {
+		return nil, err
+	}
+	l, e := c.acquire(ctx, key, ttl)
+	if e != nil {
+		if ctx.Err() != nil {
+			e.ctxErr, e.Err = ctx.Err(), nil
+		}
+		return nil, e
+	}
+	return l, nil
+}
+
+// Lock obtains the lock on key for ttl, waiting for it as long as needed.
+//
+// Lock makes rounds until one succeeds, ctx is done, or Options.Tries
+// rounds have failed, pausing a random time around Options.RetryDelay
+// between rounds. Each round uses a fresh token, and every failed round is
+// cleaned up on all nodes before the next one starts. When ctx ends the
+// wait, the error wraps ctx.Err() as well as the reason of the last
+// completed round.
+func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
+	ttl, err := c.checkLock(key, ttl)
+	if err != nil {
+		return nil, err
+	}
+	var last error // the reason of the last completed round
+	for round := 1; ; round++ {
+		l, e := c.acquire(ctx, key, ttl)
+		if e == nil {
+			return l, nil
+		}
+		e.Rounds = round
+		if ctx.Err() != nil {
+			e.Err, e.ctxErr = last, ctx.Err()
+			return nil, e
+		}
+		last = e.Err
+		if c.opts.Tries > 0 && round >= c.opts.Tries {
+			return nil, e
+		}
+		t := time.NewTimer(c.retryDelay())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			e.ctxErr = ctx.Err()
+			return nil, e
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) retryDelay() time.Duration {
+	d := c.opts.RetryDelay
+	return d/2 + time.Duration(mathrand.Int64N(int64(d)))
+}
+
+// checkLock validates a key and a TTL, and returns the TTL truncated to the
+// millisecond precision of PX, so that no node is ever given a shorter life
+// than the client counts on.
+func (c *Client) checkLock(key string, ttl time.Duration) (time.Duration, error) {
+	if key == "" {
+		return 0, invalidf("empty key")
+	}
+	ttl = ttl.Truncate(time.Millisecond)
+	if v := ttl - c.drift(ttl); v < MinValidity {
+		return 0, invalidf("TTL %v leaves a validity of %v after the clock drift allowance %v; the least is %v", ttl, v, c.drift(ttl), MinValidity)
+	}
+	if c.opts.NodeTimeout >= ttl-c.drift(ttl) {
+		return 0, invalidf("NodeTimeout %v is not below the validity %v that TTL %v gives", c.opts.NodeTimeout, ttl-c.drift(ttl), ttl)
+	}
+	return ttl, nil
+}
+
+// drift returns the clock drift allowance for a TTL: ttl*DriftFactor +
+// MinDrift.
+func (c *Client) drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*c.opts.DriftFactor) + c.opts.MinDrift
+}
+
+// nodeTimeout returns how long a round waits for one node.
+func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
+	if c.opts.NodeTimeout > 0 {
+		return c.opts.NodeTimeout
+	}
+	return min(ttl/10, DefaultMaxNodeTimeout)
+}
+
+// newToken returns a fresh random token: 24 bytes from crypto/rand, 32
+// characters of URL-safe base64.
+func newToken() string {
+	var b [24]byte
+	rand.Read(b[:]) // never fails; see crypto/rand.Read
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

@@ -1,0 +1,269 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// nameNode is a Node that only has a name. It serves the tests of argument
+// checking, which never reach a node; the algorithm itself is tested
+// against real redis-server processes (internal/conformance).
+type nameNode string
+
+func (n nameNode) Name() string { return string(n) }
+func (n nameNode) Eval(context.Context, *Script, []string, []string) (any, error) {
+	return nil, errors.New("nameNode has no server")
+}
+
+func nodes(names ...string) []Node {
+	ns := make([]Node, len(names))
+	for i, n := range names {
+		ns[i] = nameNode(n)
+	}
+	return ns
+}
+
+func TestNewRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes []Node
+		opts  *Options
+		want  string
+	}{
+		{"no nodes", nil, nil, "no nodes"},
+		{"nil node", []Node{nameNode("a"), nil}, nil, "node 1 is nil"},
+		{"duplicate", nodes("a:1", "b:1", "a:1"), nil, `"a:1" is given twice`},
+		{"drift factor negative", nodes("a"), &Options{DriftFactor: -0.1}, "DriftFactor"},
+		{"drift factor too big", nodes("a"), &Options{DriftFactor: 0.5}, "DriftFactor"},
+		{"drift factor NaN", nodes("a"), &Options{DriftFactor: math.NaN()}, "DriftFactor"},
+		{"min drift", nodes("a"), &Options{MinDrift: -time.Millisecond}, "MinDrift"},
+		{"node timeout", nodes("a"), &Options{NodeTimeout: -1}, "NodeTimeout"},
+		{"retry delay", nodes("a"), &Options{RetryDelay: -1}, "RetryDelay"},
+		{"tries", nodes("a"), &Options{Tries: -1}, "Tries"},
+		{"release timeout", nodes("a"), &Options{ReleaseTimeout: -1}, "ReleaseTimeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(tc.nodes, tc.opts)
+			if c != nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: %v, %v; want ErrInvalid mentioning %q", c, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewDefaults(t *testing.T) {
+	c, err := New(nodes("a", "b", "c", "d", "e"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Quorum() != 3 || strings.Join(c.Nodes(), ",") != "a,b,c,d,e" {
+		t.Fatalf("Quorum %d, Nodes %v", c.Quorum(), c.Nodes())
+	}
+	o := c.opts
+	if o.DriftFactor != 0.01 || o.MinDrift != 2*time.Millisecond || o.RetryDelay != 50*time.Millisecond ||
+		o.ReleaseTimeout != time.Second || o.Tries != 0 || o.Logger == nil {
+		t.Fatalf("defaults: %+v", o)
+	}
+	for n, q := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 4} {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = string(rune('a' + i))
+		}
+		c, err := New(nodes(names...), nil)
+		if err != nil || c.Quorum() != q {
+			t.Errorf("N=%d: quorum %v (err %v), want %d", n, c.Quorum(), err, q)
+		}
+	}
+}
+
+func TestDriftAndValidity(t *testing.T) {
+	c, _ := New(nodes("a"), nil)
+	for ttl, want := range map[time.Duration]time.Duration{
+		10 * time.Second:       102 * time.Millisecond,
+		time.Second:            12 * time.Millisecond,
+		100 * time.Millisecond: 3 * time.Millisecond,
+	} {
+		if got := c.drift(ttl); got != want {
+			t.Errorf("drift(%v) = %v, want %v", ttl, got, want)
+		}
+	}
+	start := time.Now()
+	ttl := 10 * time.Second
+	until := validUntil(start, ttl, c.drift(ttl))
+	if until.Sub(start) != ttl-102*time.Millisecond {
+		t.Fatalf("validUntil = start + %v", until.Sub(start))
+	}
+	// At the moment of the decision, the validity left is ttl − elapsed − drift.
+	elapsed := 40 * time.Millisecond
+	decided := start.Add(elapsed)
+	if v := until.Sub(decided); v != ttl-elapsed-c.drift(ttl) {
+		t.Fatalf("validity at decision %v, want ttl-elapsed-drift = %v", v, ttl-elapsed-c.drift(ttl))
+	}
+
+	c2, _ := New(nodes("a"), &Options{DriftFactor: 0.1, MinDrift: 5 * time.Millisecond})
+	if got := c2.drift(time.Second); got != 105*time.Millisecond {
+		t.Fatalf("custom drift(1s) = %v", got)
+	}
+}
+
+func TestNodeTimeoutDefault(t *testing.T) {
+	c, _ := New(nodes("a"), nil)
+	for ttl, want := range map[time.Duration]time.Duration{
+		10 * time.Second:       250 * time.Millisecond,
+		time.Second:            100 * time.Millisecond,
+		200 * time.Millisecond: 20 * time.Millisecond,
+	} {
+		if got := c.nodeTimeout(ttl); got != want {
+			t.Errorf("nodeTimeout(%v) = %v, want %v", ttl, got, want)
+		}
+	}
+	c2, _ := New(nodes("a"), &Options{NodeTimeout: 7 * time.Millisecond})
+	if got := c2.nodeTimeout(time.Hour); got != 7*time.Millisecond {
+		t.Errorf("explicit NodeTimeout: %v", got)
+	}
+}
+
+func TestCheckLock(t *testing.T) {
+	c, _ := New(nodes("a"), &Options{NodeTimeout: 50 * time.Millisecond})
+	for _, tc := range []struct {
+		key  string
+		ttl  time.Duration
+		want string // "" for valid
+	}{
+		{"", time.Second, "empty key"},
+		{"k", 0, "leaves a validity"},
+		{"k", -time.Second, "leaves a validity"},
+		{"k", 7 * time.Millisecond, "leaves a validity"},
+		{"k", 52 * time.Millisecond, "NodeTimeout"},
+		{"k", 60 * time.Millisecond, ""},
+		{"k", time.Hour, ""},
+	} {
+		_, err := c.checkLock(tc.key, tc.ttl)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("checkLock(%q, %v): %v", tc.key, tc.ttl, err)
+		case tc.want != "" && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("checkLock(%q, %v): %v, want ErrInvalid mentioning %q", tc.key, tc.ttl, err, tc.want)
+		}
+	}
+	// PX takes whole milliseconds: the TTL is cut to them, never rounded
+	// up, so a node never holds the key for less than the client counts.
+	ttl, err := c.checkLock("k", 1500*time.Millisecond+999*time.Microsecond)
+	if err != nil || ttl != 1500*time.Millisecond {
+		t.Fatalf("checkLock truncation: %v, %v", ttl, err)
+	}
+	ctx := context.Background()
+	if _, err := c.TryLock(ctx, "", time.Second); !errors.Is(err, ErrInvalid) {
+		t.Errorf("TryLock with an empty key: %v", err)
+	}
+	if _, err := c.Lock(ctx, "k", time.Millisecond); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Lock with a 1ms TTL: %v", err)
+	}
+}
+
+func TestRetryDelayJitter(t *testing.T) {
+	c, _ := New(nodes("a"), &Options{RetryDelay: 100 * time.Millisecond})
+	seen := map[time.Duration]bool{}
+	for range 1000 {
+		d := c.retryDelay()
+		if d < 50*time.Millisecond || d >= 150*time.Millisecond {
+			t.Fatalf("retryDelay %v outside [50ms, 150ms)", d)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 100 {
+		t.Fatalf("only %d distinct delays in 1000 draws: not jittered", len(seen))
+	}
+}
+
+func TestTokens(t *testing.T) {
+	seen := map[string]bool{}
+	for range 10000 {
+		tok := newToken()
+		if len(tok) != 32 || strings.ContainsAny(tok, "+/=") {
+			t.Fatalf("token %q: want 32 URL-safe characters", tok)
+		}
+		if seen[tok] {
+			t.Fatalf("token %q repeated", tok)
+		}
+		seen[tok] = true
+	}
+}
+
+func TestDecode(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want Outcome
+		ttl  time.Duration
+	}{
+		{[]any{int64(1), int64(0)}, OK, 0},
+		{[]any{int64(0), int64(1500)}, Taken, 1500 * time.Millisecond},
+		{[]any{int64(0), int64(-1)}, Taken, 0},
+		{[]any{int64(2), int64(0)}, Failed, 0},
+		{[]any{int64(1)}, Failed, 0},
+		{[]any{"1", "0"}, Failed, 0},
+		{"OK", Failed, 0},
+		{nil, Failed, 0},
+	} {
+		o, ttl, err := decodeAcquire(tc.v)
+		if o != tc.want || ttl != tc.ttl || (o == Failed) != (err != nil) {
+			t.Errorf("decodeAcquire(%#v) = %v, %v, %v", tc.v, o, ttl, err)
+		}
+	}
+	for v, want := range map[any]Outcome{int64(1): OK, int64(0): Absent, int64(-1): Taken, int64(2): Failed, "1": Failed} {
+		if o, _, err := decodeStatus(v); o != want || (o == Failed) != (err != nil) {
+			t.Errorf("decodeStatus(%#v) = %v, %v", v, o, err)
+		}
+	}
+	if o, _, err := decodeStatus(nil); o != Failed || err == nil {
+		t.Errorf("decodeStatus(nil) = %v, %v", o, err)
+	}
+}
+
+func TestOpError(t *testing.T) {
+	e := &OpError{Op: "acquire", Key: "k", Quorum: 2, Rounds: 3, Err: ErrTaken, Nodes: []NodeResult{
+		{Node: "n1", Outcome: OK, Latency: time.Millisecond},
+		{Node: "n2", Outcome: Taken, TTL: 2 * time.Second, Latency: time.Millisecond},
+		{Node: "n3", Outcome: Failed, Err: errors.New("connection refused"), Latency: time.Millisecond},
+	}}
+	var err error = e
+	if !errors.Is(err, ErrTaken) || errors.Is(err, ErrNoQuorum) || errors.Is(err, context.Canceled) {
+		t.Fatal("errors.Is on OpError")
+	}
+	want := `redlock: acquire "k": lock is held by another owner after 3 rounds (1 of 3 nodes ok, quorum 2: n1 ok in 1ms; n2 taken (expires in 2s) in 1ms; n3 failed: connection refused in 1ms)`
+	if err.Error() != want {
+		t.Fatalf("Error():\n got %s\nwant %s", err, want)
+	}
+	e.ctxErr = context.DeadlineExceeded
+	if !errors.Is(err, ErrTaken) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal("OpError with a context error must match both")
+	}
+	if !strings.HasPrefix(err.Error(), `redlock: acquire "k": context deadline exceeded after 3 rounds; last: lock is held`) {
+		t.Fatalf("Error() = %s", err)
+	}
+	e.Err = nil
+	if !strings.Contains(err.Error(), `"k": context deadline exceeded (`) {
+		t.Fatalf("Error() without a completed round = %s", err)
+	}
+	var oe *OpError
+	if !errors.As(fmtWrap(err), &oe) || oe.Nodes[2].Node != "n3" {
+		t.Fatal("errors.As through a wrapper")
+	}
+	if Outcome(42).String() != "Outcome(42)" || NoAnswer.String() != "no answer" {
+		t.Fatal("Outcome.String")
+	}
+}
+
+func fmtWrap(err error) error { return errors.Join(errors.New("context"), err) }
+
+func TestScripts(t *testing.T) {
+	for _, s := range Scripts() {
+		if len(s.SHA1()) != 40 || !strings.HasPrefix(s.Source(), "-- "+s.Name()+".lua: ") {
+			t.Errorf("script %q: sha %q, source starts %q", s.Name(), s.SHA1(), s.Source()[:20])
+		}
+	}
+}
