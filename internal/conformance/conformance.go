@@ -1,21 +1,163 @@
 // Package conformance is the test table that every Node adapter runs: the
-// whole Redlock algorithm, exercised against real redis-server processes
-// through the adapter under test.
+// Redlock algorithm, exercised through the adapter under test against real
+// redis-server processes that the table starts, stops, kills and restarts
+// itself. Nothing in it fakes a node.
 package conformance
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // A Dialer connects the adapter under test to the Redis server at url
 // ("redis://127.0.0.1:PORT" or "unix:///path/to/socket"). It registers the
 // closing of its client with t.Cleanup and fails t if it cannot connect.
+// Connecting must not need the server to be up: a lock client has to be
+// constructible while a minority of its nodes is down.
 type Dialer func(t testing.TB, url string) redlock.Node
 
 // Run runs the conformance table against the adapter that dial creates.
 func Run(t *testing.T, dial Dialer) {
+	s := &suite{dial: dial}
+	t.Run("Scripts", s.testScripts)
+	t.Run("LockReleaseN1", func(t *testing.T) { s.testLockRelease(t, 1, false) })
+	t.Run("LockReleaseN3Unix", func(t *testing.T) { s.testLockRelease(t, 3, true) })
+	t.Run("LockReleaseN5", func(t *testing.T) { s.testLockRelease(t, 5, false) })
+	t.Run("EveryNodeSubsetDownN3", func(t *testing.T) { s.testSubsetsDown(t, 3) })
+	t.Run("EveryNodeSubsetDownN5", func(t *testing.T) { s.testSubsetsDown(t, 5) })
+	t.Run("TakenByAnother", s.testTaken)
+	t.Run("LostReplyIsReleased", s.testLostReply)
+	t.Run("LostReplyN1", s.testLostReplyN1)
+	t.Run("MutualExclusion", s.testMutualExclusion)
+	t.Run("ExtendMovesDeadline", s.testExtend)
+	t.Run("ExtendNeverRecreates", s.testExtendNeverRecreates)
+	t.Run("ExpiredExtendAndRelease", s.testExpired)
+	t.Run("ExpiredAndTakenOver", s.testExpiredTakenOver)
+	t.Run("LockLostOnMajority", s.testLockLost)
+	t.Run("CancelWhileWaiting", s.testCancelWhileWaiting)
+	t.Run("CancelledBeforeStart", s.testCancelledBeforeStart)
+	t.Run("CleanUpIgnoresCancellation", s.testCleanUpIgnoresCancel)
+	t.Run("SlowNodeDoesNotDelay", s.testSlowNode)
+	t.Run("LatencyEatsValidity", s.testLatencyEatsValidity)
+	t.Run("EvenN", s.testEvenN)
+}
+
+type suite struct {
+	dial Dialer
+}
+
+// cluster is a set of independent redis-server processes with an admin
+// connection to each.
+type cluster struct {
+	servers []*redistest.Server
+}
+
+func startCluster(t *testing.T, n int, unix bool) *cluster {
 	t.Helper()
-	_ = dial // filled in by the core work; adapters call Run from their tests.
+	return &cluster{servers: redistest.StartN(t, n, redistest.Config{Unix: unix})}
+}
+
+func (c *cluster) urls() []string {
+	urls := make([]string, len(c.servers))
+	for i, s := range c.servers {
+		urls[i] = s.URL()
+	}
+	return urls
+}
+
+// client dials every url and returns a redlock client over them.
+func (s *suite) client(t *testing.T, urls []string, opts *redlock.Options) *redlock.Client {
+	t.Helper()
+	nodes := make([]redlock.Node, len(urls))
+	for i, u := range urls {
+		nodes[i] = s.dial(t, u)
+	}
+	if opts == nil {
+		opts = &redlock.Options{}
+	}
+	o := *opts
+	if o.RetryDelay == 0 {
+		o.RetryDelay = 5 * time.Millisecond // keep the table quick
+	}
+	c, err := redlock.New(nodes, &o)
+	if err != nil {
+		t.Fatalf("redlock.New: %v", err)
+	}
+	return c
+}
+
+// holders returns, for each server, the value of key ("" when absent).
+func (c *cluster) values(t *testing.T, key string) []string {
+	t.Helper()
+	vals := make([]string, len(c.servers))
+	for i, srv := range c.servers {
+		if !srv.Running() {
+			continue
+		}
+		v := srv.MustDo(t, "GET", key)
+		if v != nil {
+			vals[i] = v.(string)
+		}
+	}
+	return vals
+}
+
+// countValue returns on how many servers key holds want.
+func (c *cluster) countValue(t *testing.T, key, want string) int {
+	t.Helper()
+	n := 0
+	for _, v := range c.values(t, key) {
+		if v == want {
+			n++
+		}
+	}
+	return n
+}
+
+// expectNoKey fails t if key exists on any running server.
+func (c *cluster) expectNoKey(t *testing.T, key string) {
+	t.Helper()
+	for i, v := range c.values(t, key) {
+		if v != "" {
+			t.Errorf("server %d still holds %q = %q", i, key, v)
+		}
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// mustOpError asserts that err is an *OpError wrapping reason.
+func mustOpError(t *testing.T, err, reason error) *redlock.OpError {
+	t.Helper()
+	if !errors.Is(err, reason) {
+		t.Fatalf("error %v, want one wrapping %v", err, reason)
+	}
+	var oe *redlock.OpError
+	if !errors.As(err, &oe) {
+		t.Fatalf("error %T %v is not an *OpError", err, err)
+	}
+	return oe
+}
+
+func outcomes(oe *redlock.OpError) string {
+	var parts []string
+	for _, n := range oe.Nodes {
+		parts = append(parts, n.Outcome.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+func keyFor(t *testing.T) string {
+	return fmt.Sprintf("conformance:%s:%d", t.Name(), time.Now().UnixNano())
 }

@@ -1,0 +1,564 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+func script(t *testing.T, name string) *redlock.Script {
+	t.Helper()
+	for _, s := range redlock.Scripts() {
+		if s.Name() == name {
+			return s
+		}
+	}
+	t.Fatalf("no script %q", name)
+	return nil
+}
+
+// testScripts checks the single-node building blocks through the adapter:
+// the acquire script grants once, finds its own grant again on a retry and
+// refuses other tokens; release and extend touch only their own token and
+// never create a key.
+func (s *suite) testScripts(t *testing.T) {
+	srv := redistest.Start(t, redistest.Config{})
+	node := s.dial(t, srv.URL())
+	ctx, key := ctxT(t), keyFor(t)
+	acquire, release, extend := script(t, "acquire"), script(t, "release"), script(t, "extend")
+	eval := func(sc *redlock.Script, args ...string) any {
+		t.Helper()
+		v, err := node.Eval(ctx, sc, []string{key}, args)
+		if err != nil {
+			t.Fatalf("%s %v: %v", sc.Name(), args, err)
+		}
+		return v
+	}
+	expect := func(what string, got, want any) {
+		t.Helper()
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: got %#v, want %#v", what, got, want)
+		}
+	}
+	granted := []any{int64(1), int64(0)}
+	expect("first acquire", eval(acquire, "tokA", "10000"), granted)
+	expect("retried acquire with the same token", eval(acquire, "tokA", "10000"), granted)
+	refused, ok := eval(acquire, "tokB", "10000").([]any)
+	if !ok || len(refused) != 2 || refused[0] != int64(0) {
+		t.Fatalf("acquire with another token: got %#v, want {0, pttl}", refused)
+	}
+	if pttl, _ := refused[1].(int64); pttl <= 0 || pttl > 10000 {
+		t.Fatalf("refusal reports pttl %v, want within (0, 10000]", refused[1])
+	}
+	expect("release with another token", eval(release, "tokB"), int64(-1))
+	expect("extend with another token", eval(extend, "tokB", "20000"), int64(-1))
+	if v := srv.MustDo(t, "GET", key); v != "tokA" {
+		t.Fatalf("key holds %#v after foreign release/extend, want tokA", v)
+	}
+	expect("extend", eval(extend, "tokA", "20000"), int64(1))
+	if pttl := srv.MustDo(t, "PTTL", key).(int64); pttl <= 10000 {
+		t.Fatalf("PTTL after extend to 20s is %d ms", pttl)
+	}
+	expect("release", eval(release, "tokA"), int64(1))
+	expect("second release", eval(release, "tokA"), int64(0))
+	expect("extend of an absent key", eval(extend, "tokA", "20000"), int64(0))
+	if n := srv.MustDo(t, "EXISTS", key); n != int64(0) {
+		t.Fatalf("extend re-created the key (EXISTS = %v)", n)
+	}
+}
+
+// testLockRelease obtains and releases a lock on n nodes and checks the
+// keys on every node at each step.
+func (s *suite) testLockRelease(t *testing.T, n int, unix bool) {
+	cl := startCluster(t, n, unix)
+	a, b := s.client(t, cl.urls(), nil), s.client(t, cl.urls(), nil)
+	ctx, key := ctxT(t), keyFor(t)
+	if a.Quorum() != n/2+1 {
+		t.Fatalf("Quorum() = %d, want %d", a.Quorum(), n/2+1)
+	}
+	before := time.Now()
+	l, err := a.TryLock(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatalf("TryLock: %v", err)
+	}
+	if l.Key() != key || l.TTL() != 10*time.Second || len(l.Token()) < 27 {
+		t.Fatalf("lock has key %q ttl %v token %q", l.Key(), l.TTL(), l.Token())
+	}
+	if u := l.Until(); !u.After(before) || u.After(before.Add(10*time.Second)) || !l.Valid() {
+		t.Fatalf("Until %v is not within (start, start+ttl], or lock not Valid", u)
+	}
+	// A round returns once a quorum has granted; the other grants follow.
+	if got := cl.countValue(t, key, l.Token()); got < a.Quorum() {
+		t.Fatalf("token on %d nodes, want at least %d", got, a.Quorum())
+	}
+	_, err = b.TryLock(ctx, key, 10*time.Second)
+	oe := mustOpError(t, err, redlock.ErrTaken)
+	for i, nr := range oe.Nodes {
+		if nr.Outcome != redlock.Taken && nr.Outcome != redlock.NoAnswer {
+			t.Errorf("node %d (%s): outcome %v, want taken", i, nr.Node, nr.Outcome)
+		}
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	cl.expectNoKey(t, key)
+	if l.Valid() {
+		t.Fatal("Valid() after Release")
+	}
+	if err := l.Release(ctx); !errors.Is(err, redlock.ErrReleased) {
+		t.Fatalf("second Release: %v, want ErrReleased", err)
+	}
+	if err := l.Extend(ctx, time.Second); !errors.Is(err, redlock.ErrReleased) {
+		t.Fatalf("Extend after Release: %v, want ErrReleased", err)
+	}
+	l2, err := b.TryLock(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatalf("TryLock after release: %v", err)
+	}
+	if l2.Token() == l.Token() {
+		t.Fatal("two acquisitions share a token")
+	}
+	if err := l2.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+}
+
+// testSubsetsDown kills and restarts real servers so that every subset of
+// the n nodes is down once (in Gray-code order, one kill or restart per
+// step), and checks that a lock is obtained exactly when a quorum is up.
+func (s *suite) testSubsetsDown(t *testing.T, n int) {
+	cl := startCluster(t, n, false)
+	c := s.client(t, cl.urls(), &redlock.Options{NodeTimeout: 500 * time.Millisecond})
+	ctx := ctxT(t)
+	down := 0 // bit i set: server i is down
+	for step := 0; step < 1<<n; step++ {
+		want := step ^ step>>1
+		for i := 0; i < n; i++ {
+			bit := 1 << i
+			switch {
+			case want&bit != 0 && down&bit == 0:
+				if err := cl.servers[i].Kill(); err != nil {
+					t.Fatal(err)
+				}
+			case want&bit == 0 && down&bit != 0:
+				if err := cl.servers[i].Restart(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		down = want
+		up := n
+		for i := 0; i < n; i++ {
+			if down&(1<<i) != 0 {
+				up--
+			}
+		}
+		key := keyFor(t)
+		l, err := c.TryLock(ctx, key, 10*time.Second)
+		if up >= c.Quorum() {
+			if err != nil {
+				t.Fatalf("down=%0*b: %d of %d up, TryLock: %v", n, down, up, n, err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatalf("down=%0*b: Release: %v", n, down, err)
+			}
+		} else {
+			oe := mustOpError(t, err, redlock.ErrNoQuorum)
+			for i, nr := range oe.Nodes {
+				if down&(1<<i) != 0 && nr.Outcome != redlock.Failed {
+					t.Errorf("down=%0*b: killed node %d has outcome %v", n, down, i, nr.Outcome)
+				}
+			}
+		}
+		cl.expectNoKey(t, key)
+	}
+}
+
+// testTaken checks that a held lock is refused to others, that Lock with a
+// bound on tries gives up after that many rounds, and that a refused round
+// leaves nothing behind.
+func (s *suite) testTaken(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	a := s.client(t, cl.urls(), nil)
+	b := s.client(t, cl.urls(), &redlock.Options{Tries: 3})
+	ctx, key := ctxT(t), keyFor(t)
+	l, err := a.TryLock(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Lock(ctx, key, 10*time.Second)
+	oe := mustOpError(t, err, redlock.ErrTaken)
+	if oe.Rounds != 3 || oe.Op != "acquire" || oe.Key != key || oe.Quorum != 2 {
+		t.Fatalf("OpError %+v, want 3 rounds of acquire on %q with quorum 2", oe, key)
+	}
+	for _, nr := range oe.Nodes {
+		if nr.Outcome != redlock.Taken || nr.TTL <= 0 || nr.TTL > 10*time.Second {
+			t.Errorf("node %s: %v with TTL %v, want taken with the holder's TTL", nr.Node, nr.Outcome, nr.TTL)
+		}
+	}
+	if !strings.Contains(err.Error(), "taken") || !strings.Contains(err.Error(), "after 3 rounds") {
+		t.Errorf("error text %q does not say what happened", err)
+	}
+	if got := cl.countValue(t, key, l.Token()); got != 3 {
+		t.Fatalf("holder's token on %d of 3 nodes after refused rounds", got)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func isAcquire(args []string) bool {
+	return len(args) > 1 &&
+		(strings.EqualFold(args[0], "EVALSHA") && args[1] == redlock.Scripts()[0].SHA1() ||
+			strings.EqualFold(args[0], "EVAL") && args[1] == redlock.Scripts()[0].Source())
+}
+
+// testLostReply drops the reply to an acquire that the node applied: the
+// client sees a failure there, the round fails, and the clean-up must
+// delete the key on that node too.
+func (s *suite) testLostReply(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	proxy := redistest.StartProxy(t, cl.servers[0])
+	urls := cl.urls()
+	urls[0] = proxy.URL()
+	c := s.client(t, urls, nil)
+	ctx, key := ctxT(t), keyFor(t)
+	cl.servers[1].MustDo(t, "SET", key, "someone-else", "PX", "10000")
+	proxy.DropReplies(1, isAcquire)
+
+	_, err := c.TryLock(ctx, key, 10*time.Second)
+	oe := mustOpError(t, err, redlock.ErrTaken)
+	if proxy.Dropped() != 1 {
+		t.Fatalf("proxy dropped %d replies, want 1", proxy.Dropped())
+	}
+	if got := outcomes(oe); got != "failed,taken,ok" {
+		t.Fatalf("outcomes %s, want failed,taken,ok", got)
+	}
+	if got := cl.values(t, key); !reflect.DeepEqual(got, []string{"", "someone-else", ""}) {
+		t.Fatalf("keys after the failed round: %q; the applied grant behind the lost reply was not released", got)
+	}
+}
+
+// testLostReplyN1 is the lost reply on a single node.
+func (s *suite) testLostReplyN1(t *testing.T) {
+	srv := redistest.Start(t, redistest.Config{})
+	proxy := redistest.StartProxy(t, srv)
+	c := s.client(t, []string{proxy.URL()}, nil)
+	ctx, key := ctxT(t), keyFor(t)
+	proxy.DropReplies(1, isAcquire)
+	_, err := c.TryLock(ctx, key, 10*time.Second)
+	mustOpError(t, err, redlock.ErrNoQuorum)
+	if proxy.Dropped() != 1 {
+		t.Fatalf("proxy dropped %d replies, want 1", proxy.Dropped())
+	}
+	if v := srv.MustDo(t, "GET", key); v != nil {
+		t.Fatalf("key %q left behind after the lost reply", v)
+	}
+}
+
+// testMutualExclusion runs many contenders, each with its own connections,
+// on one key. Under the lock each does a read, a pause and a write of a
+// shared counter; a lost update or two holders at once fails the test.
+func (s *suite) testMutualExclusion(t *testing.T) {
+	const contenders, rounds = 8, 12
+	cl := startCluster(t, 3, false)
+	ctx, key := ctxT(t), keyFor(t)
+	var counter, inside, maxInside atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, contenders)
+	for g := 0; g < contenders; g++ {
+		c := s.client(t, cl.urls(), &redlock.Options{RetryDelay: 2 * time.Millisecond})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				l, err := c.Lock(ctx, key, 5*time.Second)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if n := inside.Add(1); n > maxInside.Load() {
+					maxInside.Store(n)
+				}
+				v := counter.Load()
+				time.Sleep(200 * time.Microsecond)
+				counter.Store(v + 1)
+				inside.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := counter.Load(); got != contenders*rounds {
+		t.Fatalf("counter = %d, want %d: updates were lost", got, contenders*rounds)
+	}
+	if m := maxInside.Load(); m != 1 {
+		t.Fatalf("%d holders were inside at once", m)
+	}
+	cl.expectNoKey(t, key)
+}
+
+func (s *suite) testExtend(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	c := s.client(t, cl.urls(), nil)
+	ctx, key := ctxT(t), keyFor(t)
+	l, err := c.TryLock(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u1 := l.Until()
+	if err := l.Extend(ctx, 20*time.Second); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if u2 := l.Until(); !u2.After(u1) {
+		t.Fatalf("Until did not move: %v then %v", u1, u2)
+	}
+	for i, srv := range cl.servers {
+		if pttl := srv.MustDo(t, "PTTL", key).(int64); pttl <= 10000 {
+			t.Errorf("node %d: PTTL %d ms after extending to 20s", i, pttl)
+		}
+	}
+	if err := l.Extend(ctx, 0); !errors.Is(err, redlock.ErrInvalid) {
+		t.Errorf("Extend with ttl 0: %v, want ErrInvalid", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *suite) testExtendNeverRecreates(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	c := s.client(t, cl.urls(), nil)
+	ctx, key := ctxT(t), keyFor(t)
+	l, err := c.TryLock(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.servers[0].MustDo(t, "DEL", key)
+	if err := l.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatalf("Extend with 2 of 3 nodes holding: %v", err)
+	}
+	if n := cl.servers[0].MustDo(t, "EXISTS", key); n != int64(0) {
+		t.Fatal("Extend re-created the key on the node that had lost it")
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *suite) testExpired(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	c := s.client(t, cl.urls(), &redlock.Options{NodeTimeout: 50 * time.Millisecond})
+	ctx, key := ctxT(t), keyFor(t)
+	l, err := c.TryLock(ctx, key, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(l.Until()) + 150*time.Millisecond)
+	if l.Valid() {
+		t.Fatal("Valid() past the deadline")
+	}
+	mustOpError(t, l.Extend(ctx, time.Second), redlock.ErrExpired)
+	cl.expectNoKey(t, key)
+	mustOpError(t, l.Release(ctx), redlock.ErrExpired)
+	cl.expectNoKey(t, key)
+}
+
+func (s *suite) testExpiredTakenOver(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	c := s.client(t, cl.urls(), &redlock.Options{NodeTimeout: 50 * time.Millisecond})
+	ctx, key := ctxT(t), keyFor(t)
+	old, err := c.TryLock(ctx, key, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(old.Until()) + 150*time.Millisecond)
+	cur, err := c.TryLock(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatalf("TryLock after the first lock expired: %v", err)
+	}
+	oe := mustOpError(t, old.Release(ctx), redlock.ErrExpired)
+	if got := outcomes(oe); got != "taken,taken,taken" {
+		t.Errorf("old holder's release saw %s, want taken on every node", got)
+	}
+	if got := cl.countValue(t, key, cur.Token()); got != 3 {
+		t.Fatalf("the stale release touched the new holder's keys: its token is on %d of 3 nodes", got)
+	}
+	if err := cur.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *suite) testLockLost(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	c := s.client(t, cl.urls(), nil)
+	ctx, key := ctxT(t), keyFor(t)
+	l, err := c.TryLock(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.servers[0].MustDo(t, "DEL", key)
+	cl.servers[1].MustDo(t, "SET", key, "intruder", "PX", "10000")
+	mustOpError(t, l.Extend(ctx, 10*time.Second), redlock.ErrLockLost)
+	mustOpError(t, l.Release(ctx), redlock.ErrLockLost)
+	if got := cl.values(t, key); !reflect.DeepEqual(got, []string{"", "intruder", ""}) {
+		t.Fatalf("keys after releasing a lost lock: %q", got)
+	}
+}
+
+func (s *suite) testCancelWhileWaiting(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	a, b := s.client(t, cl.urls(), nil), s.client(t, cl.urls(), nil)
+	key := keyFor(t)
+	l, err := a.TryLock(ctxT(t), key, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	_, err = b.Lock(ctx, key, 10*time.Second)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock with an expiring context: %v, want DeadlineExceeded", err)
+	}
+	mustOpError(t, err, redlock.ErrTaken)
+	if got := cl.countValue(t, key, l.Token()); got != 3 {
+		t.Fatalf("holder's token on %d of 3 nodes", got)
+	}
+	if err := l.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *suite) testCancelledBeforeStart(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	c := s.client(t, cl.urls(), nil)
+	key := keyFor(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.TryLock(ctx, key, 10*time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("TryLock with a cancelled context: %v", err)
+	}
+	if _, err := c.Lock(ctx, key, 10*time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock with a cancelled context: %v", err)
+	}
+	cl.expectNoKey(t, key)
+}
+
+// testCleanUpIgnoresCancellation: the caller's context ends while a round
+// waits for a silent node; the grant on the fast node must still be
+// released.
+func (s *suite) testCleanUpIgnoresCancel(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	proxy := redistest.StartProxy(t, cl.servers[2])
+	urls := cl.urls()
+	urls[2] = proxy.URL()
+	c := s.client(t, urls, &redlock.Options{NodeTimeout: 2 * time.Second, ReleaseTimeout: 300 * time.Millisecond})
+	key := keyFor(t)
+	cl.servers[1].MustDo(t, "SET", key, "someone-else", "PX", "10000")
+	proxy.SetBlackhole(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := c.TryLock(ctx, key, 10*time.Second)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("TryLock: %v, want DeadlineExceeded", err)
+	}
+	if v := cl.servers[0].MustDo(t, "GET", key); v != nil {
+		t.Fatalf("grant %q on the fast node survived the cancelled round", v)
+	}
+}
+
+// countingNode wraps a Node and counts its calls in flight.
+type countingNode struct {
+	redlock.Node
+	inFlight atomic.Int32
+}
+
+func (n *countingNode) Eval(ctx context.Context, s *redlock.Script, keys, args []string) (any, error) {
+	n.inFlight.Add(1)
+	defer n.inFlight.Add(-1)
+	return n.Node.Eval(ctx, s, keys, args)
+}
+
+// testSlowNode: a silent node must not hold up an acquisition that a
+// quorum has already granted, nor its release.
+func (s *suite) testSlowNode(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	proxy := redistest.StartProxy(t, cl.servers[2])
+	slow := &countingNode{Node: s.dial(t, proxy.URL())}
+	nodes := []redlock.Node{s.dial(t, cl.servers[0].URL()), s.dial(t, cl.servers[1].URL()), slow}
+	c, err := redlock.New(nodes, &redlock.Options{NodeTimeout: 5 * time.Second, ReleaseTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetBlackhole(true)
+	ctx, key := ctxT(t), keyFor(t)
+	l, err := c.TryLock(ctx, key, 20*time.Second)
+	if err != nil {
+		t.Fatalf("TryLock with one silent node: %v", err)
+	}
+	if slow.inFlight.Load() != 1 {
+		t.Fatal("TryLock returned only after the silent node's request ended")
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release with one silent node: %v", err)
+	}
+	if cl.countValue(t, key, l.Token()) != 0 {
+		t.Fatal("key left on a healthy node")
+	}
+}
+
+// testLatencyEatsValidity: every node answers later than the round may
+// wait, but applies the grant; the round fails and nothing is left behind.
+func (s *suite) testLatencyEatsValidity(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	urls := make([]string, 3)
+	for i, srv := range cl.servers {
+		p := redistest.StartProxy(t, srv)
+		p.SetDelay(150 * time.Millisecond)
+		urls[i] = p.URL()
+	}
+	c := s.client(t, urls, &redlock.Options{NodeTimeout: 60 * time.Millisecond})
+	ctx, key := ctxT(t), keyFor(t)
+	_, err := c.TryLock(ctx, key, 100*time.Millisecond)
+	mustOpError(t, err, redlock.ErrNoQuorum)
+	cl.expectNoKey(t, key)
+}
+
+func (s *suite) testEvenN(t *testing.T) {
+	cl := startCluster(t, 4, false)
+	c := s.client(t, cl.urls(), nil)
+	if c.Quorum() != 3 {
+		t.Fatalf("Quorum() with 4 nodes = %d, want 3", c.Quorum())
+	}
+	ctx, key := ctxT(t), keyFor(t)
+	if err := cl.servers[3].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.TryLock(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatalf("TryLock with 3 of 4 up: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.servers[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.TryLock(ctx, key, 10*time.Second)
+	mustOpError(t, err, redlock.ErrNoQuorum)
+}
