@@ -95,7 +95,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		e.Err = ErrExpired
 		return e
 	}
-	r := l.c.send(ctx, timeout, extendScript, decodeStatus,
+	r := l.c.send(ctx, timeout, 1, extendScript, decodeStatus,
 		[]string{l.key}, []string{l.token, strconv.FormatInt(ttl.Milliseconds(), 10)})
 	extended := r.collect(l.c.quorum)
 	if extended && time.Now().Before(until) {

@@ -24,6 +24,7 @@ type reply struct {
 	val     any
 	err     error
 	latency time.Duration
+	retried bool // an earlier try failed, and may have been applied
 }
 
 // A round is one request sent to every node at once.
@@ -38,8 +39,10 @@ type round struct {
 }
 
 // send sends script to every node at once. Each request is cut off after
-// timeout. The answers are decoded with decode.
-func (c *Client) send(ctx context.Context, timeout time.Duration, script *Script, decode func(any) (Outcome, time.Duration, error), keys, args []string) *round {
+// timeout. A request that fails before its timeout is sent again, up to
+// tries times in all; only idempotent scripts may be tried more than once.
+// The answers are decoded with decode.
+func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, script *Script, decode func(any) (Outcome, time.Duration, error), keys, args []string) *round {
 	n := len(c.nodes)
 	r := &round{
 		start:   time.Now(),
@@ -60,8 +63,13 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, script *Script
 		go func() {
 			nctx, cancel := context.WithTimeout(ctx, timeout)
 			v, err := node.Eval(nctx, script, keys, args)
+			retried := false
+			for try := 1; err != nil && try < tries && nctx.Err() == nil; try++ {
+				v, err = node.Eval(nctx, script, keys, args)
+				retried = true
+			}
 			cancel()
-			r.replies <- reply{node: i, val: v, err: err, latency: time.Since(r.start)}
+			r.replies <- reply{node: i, val: v, err: err, latency: time.Since(r.start), retried: retried}
 			if running.Add(-1) == 0 {
 				close(r.done)
 			}
@@ -130,6 +138,10 @@ func (r *round) record(rep reply) Outcome {
 		return Failed
 	}
 	res.Outcome, res.TTL, res.Err = r.decode(rep.val)
+	if rep.retried && res.Outcome == Absent {
+		// The failed try may have deleted the key itself.
+		res.Outcome = OK
+	}
 	return res.Outcome
 }
 
@@ -150,7 +162,7 @@ func (r *round) count(outcomes ...Outcome) int {
 // every node before it returns.
 func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration) (*Lock, *OpError) {
 	token := newToken()
-	r := c.send(ctx, c.nodeTimeout(ttl), acquireScript, decodeAcquire,
+	r := c.send(ctx, c.nodeTimeout(ttl), 1, acquireScript, decodeAcquire,
 		[]string{key}, []string{token, strconv.FormatInt(ttl.Milliseconds(), 10)})
 	// The keys were set after r.start, so each lives at least until
 	// r.start+ttl by its node's clock; the drift allowance covers the
@@ -197,11 +209,13 @@ func (c *Client) cleanUp(ctx context.Context, key, token string, acq *round) {
 
 // releaseRound runs the release script on every node and waits for all
 // answers. It ignores the cancellation of ctx and is bounded by
-// Options.ReleaseTimeout instead.
+// Options.ReleaseTimeout instead. A node whose request fails outright, as
+// on a connection that broke since its last use, is tried once more: a key
+// that a release misses blocks others until it expires.
 func (c *Client) releaseRound(ctx context.Context, key, token string) *round {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.ReleaseTimeout)
 	defer cancel()
-	r := c.send(ctx, c.opts.ReleaseTimeout, releaseScript, decodeStatus, []string{key}, []string{token})
+	r := c.send(ctx, c.opts.ReleaseTimeout, 2, releaseScript, decodeStatus, []string{key}, []string{token})
 	r.drain()
 	return r
 }
