@@ -35,6 +35,7 @@ func Run(t *testing.T, dial Dialer) {
 	t.Run("TakenByAnother", s.testTaken)
 	t.Run("LostReplyIsReleased", s.testLostReply)
 	t.Run("LostReplyN1", s.testLostReplyN1)
+	t.Run("LostReleaseReply", s.testLostReleaseReply)
 	t.Run("MutualExclusion", s.testMutualExclusion)
 	t.Run("ExtendMovesDeadline", s.testExtend)
 	t.Run("ExtendNeverRecreates", s.testExtendNeverRecreates)
@@ -119,6 +120,26 @@ func (c *cluster) countValue(t *testing.T, key, want string) int {
 		}
 	}
 	return n
+}
+
+// settle waits until key holds token on every running server. A round
+// returns as soon as a quorum has granted, and the other grants may still
+// be on their way; tests that change keys behind the client's back wait
+// for them first.
+func (c *cluster) settle(t *testing.T, key, token string) {
+	t.Helper()
+	running := 0
+	for _, srv := range c.servers {
+		if srv.Running() {
+			running++
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); c.countValue(t, key, token) < running; {
+		if time.Now().After(deadline) {
+			t.Fatalf("token on %d of %d running servers after 10s: %q", c.countValue(t, key, token), running, c.values(t, key))
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // expectNoKey fails t if key exists on any running server.

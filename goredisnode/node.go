@@ -1,0 +1,206 @@
+// Package goredisnode implements [redlock.Node] for the go-redis client,
+// [github.com/redis/go-redis/v9].
+//
+// A Node either wraps a client the caller already has ([New]) or owns a
+// client it creates from a URL ([Dial]). Either way it runs the lock
+// scripts with EVALSHA, falling back to EVAL when the server answers
+// NOSCRIPT, and hands the reply back in the shapes redlock expects.
+//
+// This package lives in its own module, so that programs using the rueidis
+// adapter never download go-redis.
+package goredisnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/quorumlock/redlock"
+	"github.com/redis/go-redis/v9"
+)
+
+// A Node is a [redlock.Node] backed by a go-redis client. It is safe for
+// concurrent use by multiple goroutines.
+type Node struct {
+	c    redis.Scripter
+	name string
+
+	// owned is the client Dial created, closed by Close; nil when the
+	// caller owns the client.
+	owned     *redis.Client
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ redlock.Node = (*Node)(nil)
+
+// New returns a Node that runs scripts through c, which may be any client
+// that can evaluate scripts: a *redis.Client, or any [redis.UniversalClient].
+//
+// The caller keeps ownership of c: Close does not close it. For the lock
+// client to behave as documented, c should not retry commands
+// (Options.MaxRetries = -1) and should honour context deadlines
+// (Options.ContextTimeoutEnabled = true); [Dial] configures its clients
+// that way.
+//
+// If name is empty, New derives one that contains no credentials: for a
+// *redis.Client it is the address and database, "ADDR/DB" (for example
+// "127.0.0.1:6379/0" or "/run/redis.sock/0"); for a *redis.ClusterClient or
+// a *redis.Ring it is the sorted, comma-separated list of the addresses it
+// was configured with; for any other type it is the type name followed by
+// "@" and the address of the client value, which is stable for the life of
+// the client but not across processes. A failover (Sentinel) client reports
+// the address "FailoverClient", so such clients should be given a name.
+func New(c redis.Scripter, name string) *Node {
+	if name == "" {
+		name = deriveName(c)
+	}
+	return &Node{c: c, name: name}
+}
+
+// Dial returns a Node with its own client for the Redis server at rawURL.
+// The accepted forms are those of [redis.ParseURL]:
+//
+//	redis://[[user]:password@]host[:port][/db]
+//	rediss://[[user]:password@]host[:port][/db]    (TLS)
+//	unix://[[user]:password@]/path/to/socket[?db=N]
+//
+// followed by optional client settings as query parameters, such as
+// dial_timeout=2s. The port defaults to 6379 and the database to 0.
+//
+// The client is configured for a lock: it never retries a command itself
+// (a max_retries setting in the URL is overridden), it tries each new
+// connection once rather than several times, and it honours the deadline
+// of the context given to Eval. Dial does not connect: connections are made
+// when Eval needs one, so a Node can be created while its server is down,
+// and Eval then fails until the server is back.
+//
+// An error never contains the password. Close closes the client.
+func Dial(rawURL string) (*Node, error) {
+	opt, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	opt.MaxRetries = -1
+	opt.DialerRetries = 1
+	opt.ContextTimeoutEnabled = true
+	c := redis.NewClient(opt)
+	return &Node{c: c, name: clientName(opt), owned: c}, nil
+}
+
+// Name returns the name given to New, or the one derived from the client
+// (for Dial, "ADDR/DB"). It never contains credentials.
+func (n *Node) Name() string { return n.name }
+
+// Eval runs script on the node with EVALSHA and, if the server does not
+// have the script cached, with EVAL. It implements [redlock.Node].
+//
+// Integer and string replies are returned as int64 and string, arrays as
+// []any of such values, and a null reply or a Lua false as nil. Under RESP3,
+// a Lua true is returned as int64(1), as under RESP2. A Redis error reply is
+// returned as the go-redis error, whose text is the server's message (for
+// example "ERR ...").
+func (n *Node) Eval(ctx context.Context, script *redlock.Script, keys, args []string) (any, error) {
+	return n.eval(ctx, script.SHA1(), script.Source(), keys, args)
+}
+
+// eval is Eval for the script src whose digest is sha.
+func (n *Node) eval(ctx context.Context, sha, src string, keys, args []string) (any, error) {
+	argv := make([]any, len(args))
+	for i, a := range args {
+		argv[i] = a
+	}
+	v, err := n.c.EvalSha(ctx, sha, keys, argv...).Result()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		v, err = n.c.Eval(ctx, src, keys, argv...).Result()
+	}
+	if err != nil {
+		if errors.Is(err, redis.Nil) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return normalize(v)
+}
+
+// Close closes the client if Dial created it; a client passed to New is
+// left open. Close may be called more than once; later calls return the
+// result of the first.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		if n.owned != nil {
+			n.closeErr = n.owned.Close()
+		}
+	})
+	return n.closeErr
+}
+
+// normalize converts a go-redis reply into the types redlock.Node
+// documents, in place and without allocating for the common types.
+func normalize(v any) (any, error) {
+	switch v := v.(type) {
+	case nil, int64, string:
+		return v, nil
+	case []any:
+		for i, e := range v {
+			e, err := normalize(e)
+			if err != nil {
+				return nil, err
+			}
+			v[i] = e
+		}
+		return v, nil
+	case bool: // RESP3 converts Lua booleans to booleans.
+		if v {
+			return int64(1), nil
+		}
+		return nil, nil
+	case error: // an error reply nested in an array
+		return nil, v
+	case float64: // RESP3 double; RESP2 sends it as a bulk string
+		return strconv.FormatFloat(v, 'g', -1, 64), nil
+	case *big.Int: // RESP3 big number; RESP2 sends it as a bulk string
+		return v.String(), nil
+	}
+	return nil, fmt.Errorf("goredisnode: unsupported reply type %T", v)
+}
+
+// clientName returns "ADDR/DB" for the client options.
+func clientName(o *redis.Options) string {
+	return o.Addr + "/" + strconv.Itoa(o.DB)
+}
+
+func deriveName(c redis.Scripter) string {
+	switch c := c.(type) {
+	case *redis.Client:
+		return clientName(c.Options())
+	case *redis.ClusterClient:
+		return joinAddrs(slices.Clone(c.Options().Addrs))
+	case *redis.Ring:
+		var addrs []string
+		for _, a := range c.Options().Addrs {
+			addrs = append(addrs, a)
+		}
+		return joinAddrs(addrs)
+	}
+	// Printing the value could reveal credentials; only its type and,
+	// for pointer-like values, its address are used.
+	if v := reflect.ValueOf(c); v.IsValid() {
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+			return fmt.Sprintf("%T@%#x", c, v.Pointer())
+		}
+	}
+	return fmt.Sprintf("%T", c)
+}
+
+func joinAddrs(addrs []string) string {
+	slices.Sort(addrs)
+	return strings.Join(addrs, ",")
+}

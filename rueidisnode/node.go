@@ -1,0 +1,260 @@
+// Package rueidisnode implements [redlock.Node] for the rueidis client,
+// [github.com/redis/rueidis].
+//
+// A Node either wraps a client the caller already has ([New]) or owns a
+// client it creates from a URL ([Dial]). Either way it runs the lock
+// scripts with EVALSHA, falling back to EVAL when the server answers
+// NOSCRIPT, and hands the reply back in the shapes redlock expects.
+//
+// This package lives in its own module, so that programs using the
+// go-redis adapter never download rueidis.
+package rueidisnode
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/quorumlock/redlock"
+	"github.com/redis/rueidis"
+)
+
+// A Node is a [redlock.Node] backed by a rueidis client. It is safe for
+// concurrent use by multiple goroutines.
+type Node struct {
+	c    rueidis.Client
+	name string
+
+	// owned reports whether Dial created c, which Close then closes.
+	owned     bool
+	closeOnce sync.Once
+}
+
+var _ redlock.Node = (*Node)(nil)
+
+// New returns a Node that runs scripts through c.
+//
+// The caller keeps ownership of c: Close does not close it. For the lock
+// client to behave as documented, c should not retry commands
+// (ClientOption.DisableRetry = true); rueidis always honours the deadline
+// of the context given to Eval.
+//
+// If name is empty, New derives one that contains no credentials: the
+// address of the server as rueidis reports it in c.Nodes() (for example
+// "127.0.0.1:6379" or "/run/redis.sock"), or the sorted, comma-separated
+// addresses if c knows several. A rueidis client does not report the
+// database it selects, so the derived name has no "/DB" suffix; clients
+// that share a server but use different databases must be given names.
+func New(c rueidis.Client, name string) *Node {
+	if name == "" {
+		name = deriveName(c)
+	}
+	return &Node{c: c, name: name}
+}
+
+// Dial returns a Node with its own client for the Redis server at rawURL.
+// The accepted forms are those of [rueidis.ParseURL] for a single server:
+//
+//	redis://[[user]:password@]host[:port][/db]
+//	rediss://[[user]:password@]host[:port][/db]    (TLS)
+//	unix://[[user]:password@]/path/to/socket[?db=N]
+//
+// followed by optional query parameters such as dial_timeout=2s. The port
+// defaults to 6379 and the database to 0. The parameters that would make
+// the client talk to other servers (addr, master_set) are rejected.
+//
+// The client is configured for a lock: it never retries a command itself
+// (a max_retries setting in the URL is overridden), it does not use
+// client-side caching, and it keeps rueidis's automatic pipelining. Like
+// every rueidis client it honours the deadline of the context given to
+// Eval.
+//
+// Dial does not connect. rueidis.NewClient normally connects at once and
+// fails when the server is down; Dial instead lets that first connection
+// attempt fail without touching the network (rueidis's ForceSingleClient
+// option keeps the client usable after it), so Dial returns at once even
+// when the server is down or unreachable. The connection is made when Eval
+// first needs it, within the deadline of Eval's context, and is made again
+// after it breaks; while the server is down, Eval fails.
+//
+// An error never contains the password. Close closes the client.
+func Dial(rawURL string) (*Node, error) {
+	opt, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	opt.DisableRetry = true
+	opt.DisableCache = true
+	opt.ForceSingleClient = true
+
+	var lazy lazyDialer
+	lazy.dial = opt.DialCtxFn
+	opt.DialCtxFn = lazy.DialContext
+	c, err := rueidis.NewClient(opt)
+	if c == nil {
+		return nil, fmt.Errorf("rueidisnode: %w", err)
+	}
+	if err != nil && !errors.Is(err, errNotYet) {
+		c.Close()
+		return nil, fmt.Errorf("rueidisnode: %w", err)
+	}
+	lazy.armed.Store(true)
+	return &Node{c: c, name: opt.InitAddress[0] + "/" + strconv.Itoa(opt.SelectDB), owned: true}, nil
+}
+
+// Name returns the name given to New, or the one derived from the client
+// (for Dial, "ADDR/DB"). It never contains credentials.
+func (n *Node) Name() string { return n.name }
+
+// Eval runs script on the node with EVALSHA and, if the server does not
+// have the script cached, with EVAL. It implements [redlock.Node].
+//
+// Integer and string replies are returned as int64 and string, arrays as
+// []any of such values, and a null reply or a Lua false as nil. Under RESP3,
+// a Lua true is returned as int64(1), as under RESP2. A Redis error reply is
+// returned as an error whose text is the server's message (for example
+// "ERR ...") and which wraps the rueidis error, a *rueidis.RedisError, for
+// errors.As. (rueidis itself drops the "ERR " prefix from the message.)
+func (n *Node) Eval(ctx context.Context, script *redlock.Script, keys, args []string) (any, error) {
+	return n.eval(ctx, script.SHA1(), script.Source(), keys, args)
+}
+
+// eval is Eval for the script src whose digest is sha.
+func (n *Node) eval(ctx context.Context, sha, src string, keys, args []string) (any, error) {
+	nk := int64(len(keys))
+	resp := n.c.Do(ctx, n.c.B().Evalsha().Sha1(sha).Numkeys(nk).Key(keys...).Arg(args...).Build())
+	if rerr, ok := rueidis.IsRedisErr(resp.Error()); ok && rerr.IsNoScript() {
+		resp = n.c.Do(ctx, n.c.B().Eval().Script(src).Numkeys(nk).Key(keys...).Arg(args...).Build())
+	}
+	msg, err := resp.ToMessage()
+	if err != nil {
+		if rueidis.IsRedisNil(err) {
+			return nil, nil
+		}
+		return nil, replyError(&msg, err)
+	}
+	return normalize(&msg)
+}
+
+// Close closes the client if Dial created it, waiting for calls in
+// progress to finish; a client passed to New is left open. Close may be
+// called more than once, and always returns nil.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		if n.owned {
+			n.c.Close()
+		}
+	})
+	return nil
+}
+
+// normalize converts a rueidis reply into the types redlock.Node
+// documents.
+func normalize(m *rueidis.RedisMessage) (any, error) {
+	switch {
+	case m.IsInt64():
+		return m.AsInt64()
+	case m.IsString():
+		return m.ToString()
+	case m.IsArray():
+		vals, err := m.ToArray()
+		if err != nil {
+			return nil, err
+		}
+		out := make([]any, len(vals))
+		for i := range vals {
+			if out[i], err = normalize(&vals[i]); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case m.IsNil():
+		return nil, nil
+	case m.IsBool(): // RESP3 converts Lua booleans to booleans.
+		if b, _ := m.AsBool(); b {
+			return int64(1), nil
+		}
+		return nil, nil
+	case m.IsFloat64(): // RESP3 double; RESP2 sends it as a bulk string
+		f, err := m.AsFloat64()
+		if err != nil {
+			return nil, err
+		}
+		return strconv.FormatFloat(f, 'g', -1, 64), nil
+	}
+	if err := m.Error(); err != nil { // an error reply nested in an array
+		return nil, replyError(m, err)
+	}
+	// RESP3 big numbers and verbatim strings are strings under RESP2.
+	if v, err := m.ToAny(); err == nil {
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("rueidisnode: unsupported reply %s", m)
+}
+
+// replyError returns err, the error rueidis made of the error reply m, as
+// an error whose text is the whole of the server's message: rueidis drops
+// its "ERR " prefix.
+func replyError(m *rueidis.RedisMessage, err error) error {
+	rerr, ok := rueidis.IsRedisErr(err)
+	if !ok {
+		return err
+	}
+	if text, _ := m.ToString(); text != "" && text != rerr.Error() {
+		return &serverError{text: text, err: rerr}
+	}
+	return err
+}
+
+// A serverError is an error reply, with the server's message as its text.
+type serverError struct {
+	text string
+	err  *rueidis.RedisError
+}
+
+func (e *serverError) Error() string { return e.text }
+func (e *serverError) Unwrap() error { return e.err }
+
+func deriveName(c rueidis.Client) string {
+	nodes := c.Nodes()
+	addrs := make([]string, 0, len(nodes))
+	for a := range nodes {
+		addrs = append(addrs, a)
+	}
+	slices.Sort(addrs)
+	return strings.Join(addrs, ",")
+}
+
+// errNotYet fails the connection attempt rueidis.NewClient makes, so that
+// Dial does not block on the network.
+var errNotYet = errors.New("rueidisnode: connection deferred to first use")
+
+// A lazyDialer fails every dial until it is armed, then dials with dial, or
+// as rueidis does by default when dial is nil.
+type lazyDialer struct {
+	armed atomic.Bool
+	dial  func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error)
+}
+
+func (d *lazyDialer) DialContext(ctx context.Context, addr string, nd *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+	if !d.armed.Load() {
+		return nil, errNotYet
+	}
+	if d.dial != nil {
+		return d.dial(ctx, addr, nd, cfg)
+	}
+	if cfg != nil {
+		td := tls.Dialer{NetDialer: nd, Config: cfg}
+		return td.DialContext(ctx, "tcp", addr)
+	}
+	return nd.DialContext(ctx, "tcp", addr)
+}
