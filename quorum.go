@@ -33,6 +33,7 @@ type round struct {
 	deadline time.Time     // when collecting stops waiting for answers
 	replies  chan reply    // buffered: senders never block
 	done     chan struct{} // closed when every request has returned
+	cancel   func()        // ends the requests' context; called with done
 	results  []NodeResult  // filled in as the answers are collected
 	pending  int           // answers not collected yet
 	decode   func(any) (Outcome, time.Duration, error)
@@ -56,21 +57,23 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 	// that a node which answers at its deadline is not counted as silent;
 	// it stops at all only in case a Node ignores its context.
 	r.deadline = r.start.Add(timeout + timeout/4 + time.Millisecond)
+	// All requests start together, so one deadline serves as the timeout
+	// of each; it is released when the last request returns.
+	ctx, r.cancel = context.WithTimeout(ctx, timeout)
 	var running atomic.Int32
 	running.Store(int32(n))
 	for i, node := range c.nodes {
 		r.results[i].Node = node.Name()
 		go func() {
-			nctx, cancel := context.WithTimeout(ctx, timeout)
-			v, err := node.Eval(nctx, script, keys, args)
+			v, err := node.Eval(ctx, script, keys, args)
 			retried := false
-			for try := 1; err != nil && try < tries && nctx.Err() == nil; try++ {
-				v, err = node.Eval(nctx, script, keys, args)
+			for try := 1; err != nil && try < tries && ctx.Err() == nil; try++ {
+				v, err = node.Eval(ctx, script, keys, args)
 				retried = true
 			}
-			cancel()
 			r.replies <- reply{node: i, val: v, err: err, latency: time.Since(r.start), retried: retried}
 			if running.Add(-1) == 0 {
+				r.cancel()
 				close(r.done)
 			}
 		}()
