@@ -5,17 +5,12 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/conformance"
-	"github.com/quorumlock/redlock/rueidisnode"
 )
 
-func TestConformance(t *testing.T) {
-	conformance.Run(t, func(t testing.TB, url string) redlock.Node {
-		t.Helper()
-		n, err := rueidisnode.Dial(url)
-		if err != nil {
-			t.Fatalf("Dial(%q): %v", url, err)
-		}
-		t.Cleanup(func() { n.Close() })
-		return n
-	})
-}
+// node adapts dial (node_test.go) to conformance.Dialer.
+func node(t testing.TB, url string) redlock.Node { return dial(t, url) }
+
+func TestConformance(t *testing.T) { conformance.Run(t, node) }
+
+// BenchmarkLockRelease measures TryLock then Release on 1, 3 and 5 nodes.
+func BenchmarkLockRelease(b *testing.B) { conformance.Benchmark(b, node) }

@@ -20,19 +20,25 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// exampleURL is the URL of the server that TestMain starts for the
-// examples.
-var exampleURL string
+// exampleURLs are the URLs of the three servers that TestMain starts for
+// the examples.
+var exampleURLs []string
 
 func TestMain(m *testing.M) {
-	srv, err := redistest.New(redistest.Config{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	var servers []*redistest.Server
+	for range 3 {
+		srv, err := redistest.New(redistest.Config{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		servers = append(servers, srv)
+		exampleURLs = append(exampleURLs, srv.URL())
 	}
-	exampleURL = srv.URL()
 	code := m.Run()
-	srv.Close()
+	for _, srv := range servers {
+		srv.Close()
+	}
 	os.Exit(code)
 }
 
