@@ -43,24 +43,71 @@
 // Safety: at any moment at most one owner holds the lock within its
 // validity, provided that (a) the clocks of the client and the nodes run at
 // rates that differ by less than the drift allowance, (b) a node that
-// restarts does not come back with fewer keys than it had and vote again
-// within the TTL (run it with appendfsync always, or keep it down for a
-// TTL after a crash), and (c) nodes do not evict lock keys (maxmemory-policy
+// restarts and comes back without its keys does not vote while locks it
+// lost may still be valid (restart quarantine, below, enforces this unless
+// it is disabled), and (c) nodes do not evict lock keys (maxmemory-policy
 // noeviction or volatile-*, never allkeys-*).
 //
 // Liveness: every lock expires, so a crashed owner blocks others for at
 // most its TTL; and locks can be obtained while a majority of the nodes is
-// reachable.
+// reachable and out of quarantine.
+//
+// # Fencing tokens
+//
+// Lock.Fence returns a number that is greater than the fence of every
+// earlier owner of the same key, as long as the nodes' clocks differ by
+// less than the TTL. Each node keeps a counter per key that a grant sets to
+// max(counter+1, the node's clock in microseconds) and that a release lifts
+// to at least the released lock's fence; the lock's fence is the largest
+// its granting nodes gave. Because fences follow the nodes' clocks, they
+// keep increasing when counters are lost to a restart or a flush. A
+// resource that rejects any write whose fence is not greater than the
+// greatest it has accepted is safe even from an owner that paused past its
+// deadline.
+//
+// # Restart quarantine
+//
+// A node that restarts without persistence forgets the locks it granted.
+// If it voted at once, it could grant a lock that is still held through the
+// other nodes. So the acquire script reports how long the node's process
+// has run, and a node counts toward a quorum only once it has run for
+// longer than any lock it might have lost could live: the TTL asked for,
+// the largest TTL this client has seen, or the largest TTL any node of the
+// round reports having granted, whichever is longest (Options.Quarantine
+// sets a floor). A newly started node is quarantined like a restarted one;
+// Options.DisableQuarantine turns this off for nodes that run with
+// appendfsync always, whose keys survive restarts. Client.States and
+// Client.Probe report each node's state.
+//
+// # Losing a lock
+//
+// Lock.Context returns a context that ends, with a cause wrapping
+// ErrLockLost, at the validity deadline unless an extension succeeded in
+// time, or as soon as Extend sees that a quorum no longer holds the token.
+// Lock.AutoExtend extends the lock in the background every third of its
+// TTL and stops at the first definite loss; it never re-creates an expired
+// key.
+//
+// # Keys
+//
+// Besides each lock key, the client writes "redlock:fence:" + key, the
+// lock's fence counter, which expires ten TTLs (at least a minute) after
+// the last grant, and one hash per node, "redlock:node", with the process
+// start time and the largest TTL used on it. Lock keys with those names
+// are rejected.
 //
 // # Limits
 //
 // A lock with a deadline cannot stop an owner that pauses (a garbage
 // collection, a page fault, a stopped process) past its deadline and then
-// carries on: it may act while another owner holds the lock. The validity
-// deadline tells an owner when to stop, but a resource that must never see
-// two owners has to check a fencing token itself. Redlock also relies on
-// bounded clock drift (a node's clock jumping forward can expire a key
-// early); configure NTP to slew rather than step.
+// carries on: it may act while another owner holds the lock. The context
+// and the deadline tell an owner when to stop; a resource that must never
+// see two owners has to check the fencing token itself. Redlock also relies
+// on bounded clock drift: a node's clock jumping forward expires keys early
+// and makes fences jump, so configure NTP to slew rather than step. A node
+// that reloads its keys from an append-only file written with appendfsync
+// everysec may have lost the last second of grants without being
+// quarantined; use appendfsync always or no persistence.
 //
 // # Errors
 //

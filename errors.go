@@ -132,9 +132,13 @@ const (
 	Absent
 	// Failed means the request failed; NodeResult.Err says why.
 	Failed
+	// Quarantined means the node restarted too recently to vote: it may
+	// have lost lock keys that are still valid elsewhere. NodeResult.TTL
+	// says how much longer it stays out.
+	Quarantined
 )
 
-var outcomeNames = [...]string{"no answer", "ok", "taken", "absent", "failed"}
+var outcomeNames = [...]string{"no answer", "ok", "taken", "absent", "failed", "quarantined"}
 
 func (o Outcome) String() string {
 	if o >= 0 && int(o) < len(outcomeNames) {
@@ -147,7 +151,8 @@ func (o Outcome) String() string {
 type NodeResult struct {
 	Node    string        // the node's Name
 	Outcome Outcome       // what it did
-	TTL     time.Duration // Taken: the other owner's remaining time to live, as the node reported it
+	TTL     time.Duration // Taken: the other owner's remaining time to live; Quarantined: the time left
+	Fence   int64         // OK from an acquisition: the fence the node granted
 	Err     error         // Failed, NoAnswer: the error
 	Latency time.Duration // from the start of the round to the answer
 }
@@ -157,6 +162,8 @@ func (r NodeResult) String() string {
 	switch {
 	case r.Outcome == Taken && r.TTL > 0:
 		s += " (expires in " + r.TTL.String() + ")"
+	case r.Outcome == Quarantined:
+		s += " (votes again in " + r.TTL.String() + ")"
 	case r.Err != nil:
 		s += ": " + r.Err.Error()
 	}

@@ -2,7 +2,8 @@ package redlock
 
 import (
 	"context"
-	"strconv"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -13,6 +14,8 @@ import (
 // monotonic clock from the moment before the acquiring round sent its first
 // request. Work protected by the lock must finish before the deadline or
 // extend the lock in time; past the deadline another owner may hold it.
+// Context returns a context that ends when the lock is lost, and
+// AutoExtend keeps the lock alive in the background.
 //
 // A Lock is safe for concurrent use; Extend and Release calls on one Lock
 // run one at a time.
@@ -21,6 +24,7 @@ type Lock struct {
 	key   string
 	token string
 	ttl   time.Duration
+	fence int64
 
 	// settled is closed when every request of the acquiring round has
 	// returned; settledBy is when the round stopped waiting for them.
@@ -29,10 +33,19 @@ type Lock struct {
 
 	op sync.Mutex // serialises Extend and Release
 
-	mu       sync.Mutex // guards until and released
+	mu       sync.Mutex // guards the fields below
 	until    time.Time
 	released bool
+	lost     error                   // why the lock ended, once it has
+	ctx      context.Context         // made by Context, ended with lost
+	cancel   context.CancelCauseFunc // ends ctx
+	timer    *time.Timer             // ends ctx at the deadline
+	watchdog *watchdog               // started by AutoExtend
 }
+
+// errDeadline is the cause of a lock context that ended at the validity
+// deadline.
+var errDeadline = fmt.Errorf("%w: its validity ended without an extension", ErrLockLost)
 
 // Key returns the lock's key.
 func (l *Lock) Key() string { return l.key }
@@ -43,9 +56,17 @@ func (l *Lock) Token() string { return l.token }
 // TTL returns the time to live the lock was obtained with.
 func (l *Lock) TTL() time.Duration { return l.ttl }
 
-// Fence returns the lock's fencing token. Fencing tokens are not issued
-// yet: Fence returns 0.
-func (l *Lock) Fence() int64 { return 0 }
+// Fence returns the lock's fencing token: a number greater than the fence
+// of every owner that held the lock before, as long as the nodes' clocks
+// differ by less than the TTL. A resource that only accepts writes with a
+// fence greater than the greatest it has seen cannot be written by an
+// owner that lost the lock without noticing.
+//
+// Each node keeps a counter per lock, max(counter+1, node clock in µs), that
+// every grant raises and every release lifts to at least the lock's fence;
+// the lock's fence is the largest its granting nodes gave. No extra round
+// trip is needed.
+func (l *Lock) Fence() int64 { return l.fence }
 
 // Until returns the lock's validity deadline. The returned time carries a
 // monotonic clock reading; compare it with time.Now, not with wall-clock
@@ -56,11 +77,60 @@ func (l *Lock) Until() time.Time {
 	return l.until
 }
 
-// Valid reports whether the lock is within its validity and not released.
+// Valid reports whether the lock is within its validity, not lost and not
+// released.
 func (l *Lock) Valid() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !l.released && time.Now().Before(l.until)
+	return !l.released && l.lost == nil && time.Now().Before(l.until)
+}
+
+// Context returns a context that is done when the lock ends: at its
+// validity deadline unless an extension succeeded in time, as soon as
+// Extend (or AutoExtend) finds that a quorum no longer holds the lock, or
+// on Release. Its cause, from context.Cause, wraps ErrLockLost when the
+// lock was lost and is ErrReleased after Release. Work done under the lock
+// should stop when the context is done.
+func (l *Lock) Context() context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx == nil {
+		l.ctx, l.cancel = context.WithCancelCause(context.Background())
+		if l.lost != nil {
+			l.cancel(l.lost)
+		} else {
+			l.timer = time.AfterFunc(time.Until(l.until), l.deadline)
+		}
+	}
+	return l.ctx
+}
+
+// deadline runs when the validity deadline passes, unless an extension
+// moved it on.
+func (l *Lock) deadline() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost != nil {
+		return
+	}
+	if d := time.Until(l.until); d > 0 {
+		l.timer.Reset(d) // extended in the meantime
+		return
+	}
+	l.endLocked(errDeadline)
+}
+
+// endLocked records why the lock ended and ends its context. The first
+// cause stays. l.mu must be held.
+func (l *Lock) endLocked(cause error) {
+	if l.lost != nil {
+		return
+	}
+	l.lost = cause
+	if l.cancel != nil {
+		l.cancel(cause)
+		l.timer.Stop()
+	}
 }
 
 // Extend pushes the lock's deadline out to ttl after the start of the
@@ -69,7 +139,8 @@ func (l *Lock) Valid() bool {
 // deadline. A key that has expired on a node is never re-created.
 //
 // On failure the error is an *OpError wrapping
-//   - ErrLockLost when a quorum no longer holds the token: the lock is gone;
+//   - ErrLockLost when a quorum no longer holds the token: the lock is gone,
+//     and its context ends;
 //   - ErrExpired when the deadline passed first: call Release;
 //   - ErrNoQuorum when too few nodes answered: the lock stays valid until
 //     its old deadline, and Extend may be tried again.
@@ -84,33 +155,42 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	l.op.Lock()
 	defer l.op.Unlock()
 	l.mu.Lock()
-	until, released := l.until, l.released
+	until, released, lost := l.until, l.released, l.lost
 	l.mu.Unlock()
-	if released {
-		return ErrReleased
-	}
 	e := &OpError{Op: "extend", Key: l.key, Quorum: l.c.quorum, Rounds: 1}
+	switch {
+	case released:
+		return ErrReleased
+	case lost != nil && lost != errDeadline: // seen lost by an earlier Extend
+		e.Err = ErrLockLost
+		return e
+	}
 	timeout := min(l.c.nodeTimeout(ttl), time.Until(until))
 	if timeout <= 0 {
 		e.Err = ErrExpired
 		return e
 	}
 	r := l.c.send(ctx, timeout, 1, extendScript, decodeStatus,
-		[]string{l.key}, []string{l.token, strconv.FormatInt(ttl.Milliseconds(), 10)})
-	extended := r.collect(l.c.quorum)
-	if extended && time.Now().Before(until) {
+		[]string{l.key, markerKey}, []string{l.token, msString(ttl)})
+	if r.collect(l.c.quorum, 0) {
 		l.mu.Lock()
-		l.until = validUntil(r.start, ttl, l.c.drift(ttl))
-		l.mu.Unlock()
-		return nil
+		defer l.mu.Unlock()
+		if l.lost == nil && time.Now().Before(l.until) {
+			l.until = validUntil(r.start, ttl, l.c.drift(ttl))
+			l.c.learn(ttl)
+			return nil
+		}
+		e.Nodes, e.Err = r.results, ErrExpired
+		return e
 	}
-	if !extended {
-		r.drain()
-	}
+	r.drain()
 	e.Nodes = r.results
 	switch {
 	case r.count(Taken, Absent) > len(l.c.nodes)-l.c.quorum:
 		e.Err = ErrLockLost
+		l.mu.Lock()
+		l.endLocked(e)
+		l.mu.Unlock()
 	case !time.Now().Before(until):
 		e.Err = ErrExpired
 	default:
@@ -121,9 +201,11 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 }
 
 // Release gives the lock up on every node where it still holds the
-// lock's token, so that others can take it at once. It is not cut short
-// by the cancellation of ctx, which is usual when a program is shutting
-// down; it is bounded by Options.ReleaseTimeout instead.
+// lock's token, so that others can take it at once, and raises the fence
+// counter on every node to at least the lock's fence. It stops
+// AutoExtend and ends the lock's context with ErrReleased. It is not cut
+// short by the cancellation of ctx, which is usual when a program is
+// shutting down; it is bounded by Options.ReleaseTimeout instead.
 //
 // Release reports on what it found. It returns nil when a quorum of nodes
 // confirmed the release within the lock's validity, and otherwise an
@@ -137,23 +219,29 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 //
 // A second Release returns ErrReleased.
 func (l *Lock) Release(ctx context.Context) error {
-	l.op.Lock()
-	defer l.op.Unlock()
 	l.mu.Lock()
-	until, released := l.until, l.released
+	released, w := l.released, l.watchdog
 	l.released = true
+	l.endLocked(ErrReleased)
 	l.mu.Unlock()
 	if released {
 		return ErrReleased
 	}
+	if w != nil {
+		close(w.stop)
+		<-w.done
+	}
+	l.op.Lock()
+	defer l.op.Unlock()
 	// A request of the acquiring round that is still on its way might
 	// otherwise set its key after the release has passed that node.
 	select {
 	case <-l.settled:
 	case <-time.After(time.Until(l.settledBy)):
 	}
+	until := l.Until()
 	expired := !time.Now().Before(until)
-	r := l.c.releaseRound(ctx, l.key, l.token)
+	r := l.c.releaseRound(ctx, l.key, l.token, l.fence, l.c.fenceTTL(l.ttl))
 	e := &OpError{Op: "release", Key: l.key, Quorum: l.c.quorum, Rounds: 1, Nodes: r.results}
 	switch {
 	case expired:
@@ -166,4 +254,58 @@ func (l *Lock) Release(ctx context.Context) error {
 		e.Err = ErrNoQuorum
 	}
 	return e
+}
+
+// A watchdog extends a lock in the background.
+type watchdog struct {
+	stop chan struct{} // closed by Release
+	done chan struct{} // closed when the goroutine has returned
+}
+
+// AutoExtend keeps the lock alive in the background: each time a third of
+// its TTL has passed since the last extension, it extends the lock by its
+// TTL. After an extension fails for want of a quorum, it tries again after
+// a short random pause while the lock is still valid.
+//
+// It stops for good at the first sign that the lock is gone (ErrLockLost,
+// ErrExpired), after limit successful extensions if limit > 0, and on
+// Release, which waits for it to return. The lock's context ends when the
+// lock is lost or its deadline passes; AutoExtend never re-creates a key
+// that has expired. Calling AutoExtend again, or after Release, has no
+// effect.
+func (l *Lock) AutoExtend(limit int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.watchdog != nil || l.released {
+		return
+	}
+	w := &watchdog{stop: make(chan struct{}), done: make(chan struct{})}
+	l.watchdog = w
+	go l.keepAlive(w, limit)
+}
+
+func (l *Lock) keepAlive(w *watchdog, limit int) {
+	defer close(w.done)
+	interval := l.ttl / 3
+	wait := interval
+	for n := 0; limit <= 0 || n < limit; {
+		t := time.NewTimer(wait)
+		select {
+		case <-w.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		err := l.Extend(context.Background(), l.ttl)
+		switch {
+		case err == nil:
+			n++
+			wait = interval
+		case errors.Is(err, ErrNoQuorum):
+			wait = min(l.c.retryDelay(), interval)
+		default:
+			l.c.log.Info("redlock: automatic extension stopped", "key", l.key, "err", err)
+			return
+		}
+	}
 }

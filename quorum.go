@@ -8,12 +8,12 @@ import (
 	"time"
 )
 
-// This file holds the fan-out of one request to every node and the quorum
-// and validity rules that decide a round.
+// This file holds the fan-out of one request to every node and the quorum,
+// quarantine and validity rules that decide a round.
 //
 // A round sends its request to all nodes at once, so that it takes as long
-// as the slowest node it needs rather than the sum of all of them. Each
-// request has its own timeout. The round is decided as soon as a quorum has
+// as the slowest node it needs rather than the sum of all of them. The
+// requests share one deadline. The round is decided as soon as a quorum has
 // said yes, or so many nodes have said no that a quorum is out of reach;
 // the late answers are still collected before anything that depends on
 // them (the clean-up of a failed acquisition, or Release) is sent.
@@ -27,6 +27,17 @@ type reply struct {
 	retried bool // an earlier try failed, and may have been applied
 }
 
+// A decoded reply, as the decode function of a round makes it.
+type decoded struct {
+	outcome Outcome
+	ttl     time.Duration // Taken: the holder's TTL; Quarantined: the wait
+	fence   int64         // OK from acquire: the node's fence
+	age     time.Duration // acquire: how long ago the node's process started
+	maxTTL  time.Duration // acquire: the largest TTL the node has seen
+	clock   int64         // probe: the node's clock in ms since 1970
+	err     error
+}
+
 // A round is one request sent to every node at once.
 type round struct {
 	start    time.Time     // just before the first request was sent
@@ -34,24 +45,29 @@ type round struct {
 	replies  chan reply    // buffered: senders never block
 	done     chan struct{} // closed when every request has returned
 	cancel   func()        // ends the requests' context; called with done
-	results  []NodeResult  // filled in as the answers are collected
-	pending  int           // answers not collected yet
-	decode   func(any) (Outcome, time.Duration, error)
+	decode   func(any) decoded
+
+	results []NodeResult  // filled in as the answers are collected
+	decoded []decoded     // each node's decoded answer; age -1 until known
+	pending int           // answers not collected yet
+	maxTTL  time.Duration // acquire, probe: the largest TTL any node reported
+	fence   int64         // acquire: the largest fence granted
 }
 
-// send sends script to every node at once. Each request is cut off after
-// timeout. A request that fails before its timeout is sent again, up to
-// tries times in all; only idempotent scripts may be tried more than once.
-// The answers are decoded with decode.
-func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, script *Script, decode func(any) (Outcome, time.Duration, error), keys, args []string) *round {
+// send sends script to every node at once. The requests are cut off after
+// timeout. A request that fails before then is sent again, up to tries
+// times in all; only idempotent scripts may be tried more than once. The
+// answers are decoded with decode.
+func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, script *Script, decode func(any) decoded, keys, args []string) *round {
 	n := len(c.nodes)
 	r := &round{
 		start:   time.Now(),
 		replies: make(chan reply, n),
 		done:    make(chan struct{}),
-		results: make([]NodeResult, n),
-		pending: n,
 		decode:  decode,
+		results: make([]NodeResult, n),
+		decoded: make([]decoded, n),
+		pending: n,
 	}
 	// Collecting waits a little longer than the requests' own timeout, so
 	// that a node which answers at its deadline is not counted as silent;
@@ -64,6 +80,7 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 	running.Store(int32(n))
 	for i, node := range c.nodes {
 		r.results[i].Node = node.Name()
+		r.decoded[i].age = -1
 		go func() {
 			v, err := node.Eval(ctx, script, keys, args)
 			retried := false
@@ -84,29 +101,43 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 // collect gathers answers until the round is decided: it returns true as
 // soon as quorum nodes answered OK, and false as soon as a quorum is out of
 // reach or the round's deadline has passed.
-func (r *round) collect(quorum int) bool {
-	var oks, others int
+//
+// With quarantine > 0, a grant counts only from a node whose process has
+// run for at least the quarantine, or for the largest TTL any node of the
+// round reports if that is longer; other grants become Quarantined. The
+// bar can rise as answers come in, so every grant is judged again against
+// it before the round is decided.
+func (r *round) collect(quorum int, quarantine time.Duration) bool {
 	timer := time.NewTimer(time.Until(r.deadline))
 	defer timer.Stop()
 	for r.pending > 0 {
 		select {
 		case rep := <-r.replies:
-			if r.record(rep) == OK {
-				oks++
-			} else {
-				others++
-			}
+			r.record(rep)
 		case <-timer.C:
 			return false
 		}
+		if quarantine > 0 {
+			r.quarantine(max(quarantine, r.maxTTL))
+		}
+		oks := r.count(OK)
 		if oks >= quorum {
 			return true
 		}
-		if others > len(r.results)-quorum {
+		if len(r.results)-r.pending-oks > len(r.results)-quorum {
 			return false
 		}
 	}
 	return false
+}
+
+// quarantine turns the grants of nodes younger than q into Quarantined.
+func (r *round) quarantine(q time.Duration) {
+	for i := range r.results {
+		if res, age := &r.results[i], r.decoded[i].age; res.Outcome == OK && age < q {
+			res.Outcome, res.TTL = Quarantined, q-age
+		}
+	}
 }
 
 // drain waits until every request has returned or the round's deadline
@@ -132,20 +163,25 @@ func (r *round) drain() {
 
 var errNoAnswer = fmt.Errorf("no answer within the node timeout")
 
-func (r *round) record(rep reply) Outcome {
+func (r *round) record(rep reply) {
 	r.pending--
 	res := &r.results[rep.node]
 	res.Latency = rep.latency
 	if rep.err != nil {
 		res.Outcome, res.Err = Failed, rep.err
-		return Failed
+		return
 	}
-	res.Outcome, res.TTL, res.Err = r.decode(rep.val)
+	d := r.decode(rep.val)
+	res.Outcome, res.TTL, res.Fence, res.Err = d.outcome, d.ttl, d.fence, d.err
 	if rep.retried && res.Outcome == Absent {
 		// The failed try may have deleted the key itself.
 		res.Outcome = OK
 	}
-	return res.Outcome
+	if d.outcome != Failed {
+		r.decoded[rep.node] = d
+	}
+	r.maxTTL = max(r.maxTTL, d.maxTTL)
+	r.fence = max(r.fence, d.fence)
 }
 
 // count returns how many nodes had one of the given outcomes.
@@ -165,17 +201,23 @@ func (r *round) count(outcomes ...Outcome) int {
 // every node before it returns.
 func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration) (*Lock, *OpError) {
 	token := newToken()
+	q := c.quarantineFor(ttl)
 	r := c.send(ctx, c.nodeTimeout(ttl), 1, acquireScript, decodeAcquire,
-		[]string{key}, []string{token, strconv.FormatInt(ttl.Milliseconds(), 10)})
+		[]string{key, fencePrefix + key, markerKey},
+		[]string{token, msString(ttl), msString(q), msString(c.fenceTTL(ttl))})
 	// The keys were set after r.start, so each lives at least until
 	// r.start+ttl by its node's clock; the drift allowance covers the
 	// difference between the nodes' clocks and ours.
 	until := validUntil(r.start, ttl, c.drift(ttl))
-	granted := r.collect(c.quorum)
+	granted := r.collect(c.quorum, q)
+	c.learn(r.maxTTL)
 	if granted && time.Now().Before(until) {
-		return &Lock{c: c, key: key, token: token, ttl: ttl, until: until, settled: r.done, settledBy: r.deadline}, nil
+		c.observe(r, q)
+		return &Lock{c: c, key: key, token: token, ttl: ttl, fence: r.fence,
+			until: until, settled: r.done, settledBy: r.deadline}, nil
 	}
 	c.cleanUp(ctx, key, token, r)
+	c.observe(r, q)
 	e := &OpError{Op: "acquire", Key: key, Quorum: c.quorum, Rounds: 1, Nodes: r.results}
 	switch {
 	case granted:
@@ -203,7 +245,7 @@ func validUntil(start time.Time, ttl, drift time.Duration) time.Time {
 // short by the cancellation of ctx.
 func (c *Client) cleanUp(ctx context.Context, key, token string, acq *round) {
 	acq.drain()
-	r := c.releaseRound(ctx, key, token)
+	r := c.releaseRound(ctx, key, token, acq.fence, c.fenceTTL(0))
 	if failed := len(c.nodes) - r.count(OK, Absent, Taken); failed > 0 {
 		c.log.Warn("redlock: clean-up of a failed acquisition did not reach every node; the keys left expire with their TTL",
 			"key", key, "nodes_failed", failed, "results", r.results)
@@ -215,40 +257,75 @@ func (c *Client) cleanUp(ctx context.Context, key, token string, acq *round) {
 // Options.ReleaseTimeout instead. A node whose request fails outright, as
 // on a connection that broke since its last use, is tried once more: a key
 // that a release misses blocks others until it expires.
-func (c *Client) releaseRound(ctx context.Context, key, token string) *round {
+func (c *Client) releaseRound(ctx context.Context, key, token string, fence int64, fenceTTL time.Duration) *round {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.ReleaseTimeout)
 	defer cancel()
-	r := c.send(ctx, c.opts.ReleaseTimeout, 2, releaseScript, decodeStatus, []string{key}, []string{token})
+	r := c.send(ctx, c.opts.ReleaseTimeout, 2, releaseScript, decodeStatus,
+		[]string{key, fencePrefix + key},
+		[]string{token, strconv.FormatInt(fence, 10), msString(fenceTTL)})
 	r.drain()
 	return r
 }
 
-// decodeAcquire decodes the reply of the acquire script: {1, 0} granted,
-// {0, pttl} held by another owner.
-func decodeAcquire(v any) (Outcome, time.Duration, error) {
-	if a, ok := v.([]any); ok && len(a) == 2 {
-		granted, ok1 := a[0].(int64)
-		pttl, ok2 := a[1].(int64)
-		switch {
-		case ok1 && ok2 && granted == 1:
-			return OK, 0, nil
-		case ok1 && ok2 && granted == 0:
-			return Taken, time.Duration(max(pttl, 0)) * time.Millisecond, nil
+// fenceTTL returns how long a fence counter outlives its lock's last
+// grant: ten TTLs, and at least a minute. A counter that has expired is
+// harmless (fences also follow the nodes' clocks); one kept longer only
+// costs memory.
+func (c *Client) fenceTTL(ttl time.Duration) time.Duration {
+	return max(10*ttl, time.Minute)
+}
+
+func msString(d time.Duration) string {
+	return strconv.FormatInt(d.Milliseconds(), 10)
+}
+
+// ints returns v as n integers, if it is an array of exactly n integers.
+func ints(v any, n int) ([]int64, bool) {
+	a, ok := v.([]any)
+	if !ok || len(a) != n {
+		return nil, false
+	}
+	out := make([]int64, n)
+	for i, e := range a {
+		if out[i], ok = e.(int64); !ok {
+			return nil, false
 		}
 	}
-	return Failed, 0, fmt.Errorf("redlock: unexpected reply %#v from the acquire script", v)
+	return out, true
+}
+
+// decodeAcquire decodes the reply of the acquire script: {1, fence, age,
+// maxttl} granted, {0, pttl, age, maxttl} held by another owner, {-1, wait,
+// age, maxttl} refused during quarantine.
+func decodeAcquire(v any) decoded {
+	a, ok := ints(v, 4)
+	if !ok || a[2] < 0 || a[3] < 0 {
+		return decoded{outcome: Failed, err: fmt.Errorf("redlock: unexpected reply %#v from the acquire script", v)}
+	}
+	d := decoded{age: time.Duration(a[2]) * time.Millisecond, maxTTL: time.Duration(a[3]) * time.Millisecond}
+	switch a[0] {
+	case 1:
+		d.outcome, d.fence = OK, a[1]
+	case 0:
+		d.outcome, d.ttl = Taken, time.Duration(max(a[1], 0))*time.Millisecond
+	case -1:
+		d.outcome, d.ttl = Quarantined, time.Duration(max(a[1], 0))*time.Millisecond
+	default:
+		return decoded{outcome: Failed, err: fmt.Errorf("redlock: unexpected reply %#v from the acquire script", v)}
+	}
+	return d
 }
 
 // decodeStatus decodes the reply of the release and extend scripts: 1 done,
 // 0 key absent, -1 held by another owner.
-func decodeStatus(v any) (Outcome, time.Duration, error) {
+func decodeStatus(v any) decoded {
 	switch v {
 	case int64(1):
-		return OK, 0, nil
+		return decoded{outcome: OK}
 	case int64(0):
-		return Absent, 0, nil
+		return decoded{outcome: Absent}
 	case int64(-1):
-		return Taken, 0, nil
+		return decoded{outcome: Taken}
 	}
-	return Failed, 0, fmt.Errorf("redlock: unexpected reply %#v from a lock script", v)
+	return decoded{outcome: Failed, err: fmt.Errorf("redlock: unexpected reply %#v from a lock script", v)}
 }

@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"math"
 	mathrand "math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -55,6 +58,26 @@ type Options struct {
 	// Default 1s.
 	ReleaseTimeout time.Duration
 
+	// Quarantine is the least time a node stays out of every quorum after
+	// its redis-server process starts. A node that restarts without
+	// persistence comes back without the lock keys it held; while any of
+	// those locks may still be valid, its vote could hand a lock out twice.
+	//
+	// By default the quarantine is learned: it is the largest TTL that the
+	// lock asks for, that this client has seen, or that any node of the
+	// round reports having been asked for (each node records the largest
+	// TTL used on it). Learning covers the TTLs of other clients only when
+	// a node that saw them answers; set Quarantine to the largest TTL any
+	// client of these nodes uses to be sure. Quarantine never shortens the
+	// learned value.
+	Quarantine time.Duration
+
+	// DisableQuarantine lets every node vote however recently it started.
+	// Set it only for nodes that keep their keys across restarts
+	// (appendonly yes with appendfsync always), or for nodes that nobody
+	// locked anything on before.
+	DisableQuarantine bool
+
 	// Logger receives the client's logs. Default: none.
 	Logger *slog.Logger
 }
@@ -67,6 +90,11 @@ type Client struct {
 	quorum int
 	opts   Options
 	log    *slog.Logger
+
+	learned atomic.Int64 // the largest TTL seen, in nanoseconds
+
+	mu     sync.Mutex // guards states
+	states []NodeState
 }
 
 // New returns a Client for the given nodes, which must be independent Redis
@@ -99,6 +127,10 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		quorum: len(nodes)/2 + 1,
 		opts:   o,
 		log:    o.Logger,
+		states: make([]NodeState, len(nodes)),
+	}
+	for i, n := range nodes {
+		c.states[i].Node = n.Name()
 	}
 	return c, nil
 }
@@ -117,6 +149,10 @@ func (o *Options) fill() error {
 		return invalidf("Tries %d is negative", o.Tries)
 	case o.ReleaseTimeout < 0:
 		return invalidf("ReleaseTimeout %v is negative", o.ReleaseTimeout)
+	case o.Quarantine < 0:
+		return invalidf("Quarantine %v is negative", o.Quarantine)
+	case o.Quarantine > 0 && o.DisableQuarantine:
+		return invalidf("Quarantine %v is set and DisableQuarantine too", o.Quarantine)
 	}
 	if o.DriftFactor == 0 {
 		o.DriftFactor = DefaultDriftFactor
@@ -217,8 +253,11 @@ func (c *Client) retryDelay() time.Duration {
 // millisecond precision of PX, so that no node is ever given a shorter life
 // than the client counts on.
 func (c *Client) checkLock(key string, ttl time.Duration) (time.Duration, error) {
-	if key == "" {
+	switch {
+	case key == "":
 		return 0, invalidf("empty key")
+	case key == markerKey || strings.HasPrefix(key, fencePrefix):
+		return 0, invalidf("key %q is reserved for the client's own records", key)
 	}
 	ttl = ttl.Truncate(time.Millisecond)
 	if v := ttl - c.drift(ttl); v < MinValidity {

@@ -45,6 +45,8 @@ func TestNewRejects(t *testing.T) {
 		{"retry delay", nodes("a"), &Options{RetryDelay: -1}, "RetryDelay"},
 		{"tries", nodes("a"), &Options{Tries: -1}, "Tries"},
 		{"release timeout", nodes("a"), &Options{ReleaseTimeout: -1}, "ReleaseTimeout"},
+		{"quarantine", nodes("a"), &Options{Quarantine: -1}, "Quarantine"},
+		{"quarantine both ways", nodes("a"), &Options{Quarantine: time.Second, DisableQuarantine: true}, "DisableQuarantine"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := New(tc.nodes, tc.opts)
@@ -135,6 +137,9 @@ func TestCheckLock(t *testing.T) {
 		want string // "" for valid
 	}{
 		{"", time.Second, "empty key"},
+		{"redlock:node", time.Second, "reserved"},
+		{"redlock:fence:k", time.Second, "reserved"},
+		{"redlock:nodes", time.Second, ""},
 		{"k", 0, "leaves a validity"},
 		{"k", -time.Second, "leaves a validity"},
 		{"k", 7 * time.Millisecond, "leaves a validity"},
@@ -195,32 +200,45 @@ func TestTokens(t *testing.T) {
 }
 
 func TestDecode(t *testing.T) {
+	ms := time.Millisecond
 	for _, tc := range []struct {
 		v    any
-		want Outcome
-		ttl  time.Duration
+		want decoded
 	}{
-		{[]any{int64(1), int64(0)}, OK, 0},
-		{[]any{int64(0), int64(1500)}, Taken, 1500 * time.Millisecond},
-		{[]any{int64(0), int64(-1)}, Taken, 0},
-		{[]any{int64(2), int64(0)}, Failed, 0},
-		{[]any{int64(1)}, Failed, 0},
-		{[]any{"1", "0"}, Failed, 0},
-		{"OK", Failed, 0},
-		{nil, Failed, 0},
+		{[]any{int64(1), int64(1795240000000000), int64(5000), int64(10000)},
+			decoded{outcome: OK, fence: 1795240000000000, age: 5000 * ms, maxTTL: 10000 * ms}},
+		{[]any{int64(0), int64(1500), int64(7), int64(9)}, decoded{outcome: Taken, ttl: 1500 * ms, age: 7 * ms, maxTTL: 9 * ms}},
+		{[]any{int64(0), int64(-1), int64(7), int64(9)}, decoded{outcome: Taken, age: 7 * ms, maxTTL: 9 * ms}},
+		{[]any{int64(-1), int64(300), int64(700), int64(1000)}, decoded{outcome: Quarantined, ttl: 300 * ms, age: 700 * ms, maxTTL: 1000 * ms}},
 	} {
-		o, ttl, err := decodeAcquire(tc.v)
-		if o != tc.want || ttl != tc.ttl || (o == Failed) != (err != nil) {
-			t.Errorf("decodeAcquire(%#v) = %v, %v, %v", tc.v, o, ttl, err)
+		if got := decodeAcquire(tc.v); got != tc.want {
+			t.Errorf("decodeAcquire(%#v) = %+v, want %+v", tc.v, got, tc.want)
+		}
+	}
+	for _, v := range []any{
+		[]any{int64(2), int64(0), int64(0), int64(0)},
+		[]any{int64(1), int64(0), int64(-5), int64(0)},
+		[]any{int64(1), int64(0)},
+		[]any{"1", "0", "0", "0"},
+		"OK", nil,
+	} {
+		if d := decodeAcquire(v); d.outcome != Failed || d.err == nil {
+			t.Errorf("decodeAcquire(%#v) = %+v, want Failed", v, d)
 		}
 	}
 	for v, want := range map[any]Outcome{int64(1): OK, int64(0): Absent, int64(-1): Taken, int64(2): Failed, "1": Failed} {
-		if o, _, err := decodeStatus(v); o != want || (o == Failed) != (err != nil) {
-			t.Errorf("decodeStatus(%#v) = %v, %v", v, o, err)
+		if d := decodeStatus(v); d.outcome != want || (want == Failed) != (d.err != nil) {
+			t.Errorf("decodeStatus(%#v) = %+v", v, d)
 		}
 	}
-	if o, _, err := decodeStatus(nil); o != Failed || err == nil {
-		t.Errorf("decodeStatus(nil) = %v, %v", o, err)
+	if d := decodeStatus(nil); d.outcome != Failed || d.err == nil {
+		t.Errorf("decodeStatus(nil) = %+v", d)
+	}
+	if d := decodeProbe([]any{int64(1), int64(2), int64(3)}); d != (decoded{outcome: OK, age: ms, maxTTL: 2 * ms, clock: 3}) {
+		t.Errorf("decodeProbe = %+v", d)
+	}
+	if d := decodeProbe([]any{int64(-1), int64(2), int64(3)}); d.outcome != Failed {
+		t.Errorf("decodeProbe of a negative age = %+v", d)
 	}
 }
 
@@ -262,8 +280,57 @@ func fmtWrap(err error) error { return errors.Join(errors.New("context"), err) }
 
 func TestScripts(t *testing.T) {
 	for _, s := range Scripts() {
-		if len(s.SHA1()) != 40 || !strings.HasPrefix(s.Source(), "-- "+s.Name()+".lua: ") {
+		if len(s.SHA1()) != 40 || !strings.Contains(s.Source(), "-- "+s.Name()+".lua: ") {
 			t.Errorf("script %q: sha %q, source starts %q", s.Name(), s.SHA1(), s.Source()[:20])
 		}
+	}
+}
+
+func TestQuarantineFor(t *testing.T) {
+	c, _ := New(nodes("a"), nil)
+	if q := c.quarantineFor(0); q != 0 {
+		t.Fatalf("nothing learned, no TTL: %v", q)
+	}
+	if q := c.quarantineFor(2 * time.Second); q != 2*time.Second {
+		t.Fatalf("the TTL asked for: %v", q)
+	}
+	c.learn(5 * time.Second)
+	c.learn(3 * time.Second) // never lowers
+	if q := c.quarantineFor(2 * time.Second); q != 5*time.Second {
+		t.Fatalf("learned: %v", q)
+	}
+	c2, _ := New(nodes("a"), &Options{Quarantine: time.Minute})
+	c2.learn(5 * time.Second)
+	if q := c2.quarantineFor(time.Second); q != time.Minute {
+		t.Fatalf("override: %v", q)
+	}
+	c3, _ := New(nodes("a"), &Options{DisableQuarantine: true})
+	c3.learn(time.Hour)
+	if q := c3.quarantineFor(time.Hour); q != 0 {
+		t.Fatalf("disabled: %v", q)
+	}
+}
+
+func TestRoundQuarantine(t *testing.T) {
+	// Three grants from nodes aged 1s, 5s and 10s: with a 4s bar only the
+	// first is demoted; when a later answer raises the bar to 6s, the
+	// second is demoted too and keeps what it is owed.
+	r := &round{results: make([]NodeResult, 3), decoded: []decoded{{age: time.Second}, {age: 5 * time.Second}, {age: 10 * time.Second}}}
+	for i := range r.results {
+		r.results[i].Outcome = OK
+	}
+	r.quarantine(4 * time.Second)
+	if got := [3]Outcome{r.results[0].Outcome, r.results[1].Outcome, r.results[2].Outcome}; got != [3]Outcome{Quarantined, OK, OK} {
+		t.Fatalf("bar 4s: %v", got)
+	}
+	r.quarantine(6 * time.Second)
+	if r.results[1].Outcome != Quarantined || r.results[1].TTL != time.Second || r.results[0].TTL != 3*time.Second || r.results[2].Outcome != OK {
+		t.Fatalf("bar 6s: %+v", r.results)
+	}
+}
+
+func TestNodeHealthString(t *testing.T) {
+	if NodeQuarantined.String() != "quarantined" || NodeHealth(9).String() != "NodeHealth(9)" || Quarantined.String() != "quarantined" {
+		t.Fatal("String")
 	}
 }

@@ -15,9 +15,13 @@ type Script struct {
 	sha  string
 }
 
-func newScript(name, src string) *Script {
-	sum := sha1.Sum([]byte(src))
-	return &Script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
+func newScript(name string, src ...string) *Script {
+	var all string
+	for _, s := range src {
+		all += s
+	}
+	sum := sha1.Sum([]byte(all))
+	return &Script{name: name, src: all, sha: hex.EncodeToString(sum[:])}
 }
 
 // Name returns a short name for the script, such as "acquire".
@@ -30,20 +34,34 @@ func (s *Script) Source() string { return s.src }
 func (s *Script) SHA1() string { return s.sha }
 
 var (
+	//go:embed lua/node.lua
+	nodeSrc string
 	//go:embed lua/acquire.lua
 	acquireSrc string
 	//go:embed lua/release.lua
 	releaseSrc string
 	//go:embed lua/extend.lua
 	extendSrc string
+	//go:embed lua/probe.lua
+	probeSrc string
 
-	acquireScript = newScript("acquire", acquireSrc)
+	acquireScript = newScript("acquire", nodeSrc, acquireSrc)
 	releaseScript = newScript("release", releaseSrc)
 	extendScript  = newScript("extend", extendSrc)
+	probeScript   = newScript("probe", nodeSrc, probeSrc)
 )
 
 // Scripts returns every script the client may run, so that a Node can load
 // them ahead of time (SCRIPT LOAD) if it wishes.
 func Scripts() []*Script {
-	return []*Script{acquireScript, releaseScript, extendScript}
+	return []*Script{acquireScript, releaseScript, extendScript, probeScript}
 }
+
+// The keys the client writes besides the lock keys themselves.
+const (
+	// markerKey is the hash in which each node records when its process
+	// started and the largest TTL used on it (lua/node.lua).
+	markerKey = "redlock:node"
+	// fencePrefix starts the name of each lock's fence counter.
+	fencePrefix = "redlock:fence:"
+)

@@ -1,20 +1,48 @@
--- acquire.lua: take the lock on one node.
+-- acquire.lua: take the lock on one node. Runs after node.lua.
 --
 -- KEYS[1]  the lock key
+-- KEYS[2]  the lock's fence counter
+-- KEYS[3]  the node marker (see node.lua)
 -- ARGV[1]  the token of this acquisition round (random, never reused)
 -- ARGV[2]  the time to live in milliseconds
+-- ARGV[3]  the quarantine the client asks for, in milliseconds; 0 for none
+-- ARGV[4]  the time to live of the fence counter, in milliseconds
 --
--- Returns {1, 0} when the key now holds the token, {0, pttl} when another
--- token holds it (pttl is its remaining time to live in milliseconds).
+-- Returns {status, value, age, maxttl}, where age is how long ago the
+-- redis-server process started and maxttl the largest TTL recorded on the
+-- node, both in milliseconds, and:
+--   { 1, fence, ...}  the key now holds the token; fence is the lock's
+--                     fencing token on this node
+--   { 0, pttl,  ...}  another token holds the key for pttl more ms
+--   {-1, wait,  ...}  the node is in quarantine for wait more ms: it
+--                     restarted too recently to know which locks it lost
 --
 -- The grant is a plain SET NX PX. When the key already holds our own token,
 -- this is a client library re-sending the command after the first reply
 -- was lost; the first SET ran after the round started, so the key lives at
 -- least as long as the round assumes, and the retry counts as a grant.
+--
+-- The fence is max(counter + 1, node clock in µs). It grows with every
+-- grant on the node, and after the counter is lost (a restart, a flush, its
+-- expiry) it still exceeds every earlier fence as long as the node's clock
+-- has not gone back. It is written with %d: tostring would print 1.8e+15.
+local now = now_us()
+local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
+local start, maxttl = marker(KEYS[3], now)
+if quarantine > maxttl or ttl > maxttl then
+	maxttl = math.max(quarantine, ttl, maxttl)
+	redis.call('HSET', KEYS[3], 'maxttl', maxttl)
+end
+local age = math.floor((now - start) / 1000)
+if quarantine > 0 and age < maxttl then
+	return {-1, maxttl - age, age, maxttl}
+end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-	return {1, 0}
+	local fence = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, now)
+	redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[4])
+	return {1, fence, age, maxttl}
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-	return {1, 0}
+	return {1, tonumber(redis.call('GET', KEYS[2])) or 0, age, maxttl}
 end
-return {0, redis.call('PTTL', KEYS[1])}
+return {0, redis.call('PTTL', KEYS[1]), age, maxttl}

@@ -1,10 +1,22 @@
 -- release.lua: give the lock up on one node, if we still hold it there.
 --
 -- KEYS[1]  the lock key
+-- KEYS[2]  the lock's fence counter
 -- ARGV[1]  the token of the acquisition being released
+-- ARGV[2]  the lock's fence (the largest over the nodes that granted it)
+-- ARGV[3]  the time to live of the fence counter, in milliseconds
 --
 -- Returns 1 when the key held the token and was deleted, 0 when the key was
 -- absent, -1 when another token holds it (it is left alone).
+--
+-- On every node, whatever the key holds, the fence counter is raised to at
+-- least the lock's fence, so that the next owner's fence exceeds it even on
+-- nodes whose own counter was behind.
+local c = tonumber(redis.call('GET', KEYS[2]))
+local fence = tonumber(ARGV[2])
+if not c or c < fence then
+	redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+end
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
 	redis.call('DEL', KEYS[1])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,21 +27,37 @@ func script(t *testing.T, name string) *redlock.Script {
 }
 
 // testScripts checks the single-node building blocks through the adapter:
-// the acquire script grants once, finds its own grant again on a retry and
-// refuses other tokens; release and extend touch only their own token and
-// never create a key.
+// the acquire script grants once with a fence, finds its own grant again
+// on a retry and refuses other tokens; release and extend touch only their
+// own token and never create a key; release raises the fence counter.
 func (s *suite) testScripts(t *testing.T) {
 	srv := redistest.Start(t, redistest.Config{})
 	node := s.dial(t, srv.URL())
 	ctx, key := ctxT(t), keyFor(t)
+	fenceKey, marker := "redlock:fence:"+key, "redlock:node"
 	acquire, release, extend := script(t, "acquire"), script(t, "release"), script(t, "extend")
-	eval := func(sc *redlock.Script, args ...string) any {
+	eval := func(sc *redlock.Script, keys []string, args ...string) any {
 		t.Helper()
-		v, err := node.Eval(ctx, sc, []string{key}, args)
+		v, err := node.Eval(ctx, sc, keys, args)
 		if err != nil {
 			t.Fatalf("%s %v: %v", sc.Name(), args, err)
 		}
 		return v
+	}
+	acq := func(token string) []int64 {
+		t.Helper()
+		v := eval(acquire, []string{key, fenceKey, marker}, token, "10000", "0", "60000")
+		a, ok := v.([]any)
+		if !ok || len(a) != 4 {
+			t.Fatalf("acquire reply %#v, want 4 integers", v)
+		}
+		out := make([]int64, 4)
+		for i := range a {
+			if out[i], ok = a[i].(int64); !ok {
+				t.Fatalf("acquire reply %#v, want 4 integers", v)
+			}
+		}
+		return out
 	}
 	expect := func(what string, got, want any) {
 		t.Helper()
@@ -48,30 +65,40 @@ func (s *suite) testScripts(t *testing.T) {
 			t.Fatalf("%s: got %#v, want %#v", what, got, want)
 		}
 	}
-	granted := []any{int64(1), int64(0)}
-	expect("first acquire", eval(acquire, "tokA", "10000"), granted)
-	expect("retried acquire with the same token", eval(acquire, "tokA", "10000"), granted)
-	refused, ok := eval(acquire, "tokB", "10000").([]any)
-	if !ok || len(refused) != 2 || refused[0] != int64(0) {
-		t.Fatalf("acquire with another token: got %#v, want {0, pttl}", refused)
+	first := acq("tokA")
+	nodeTime := time.Now().UnixMicro()
+	if first[0] != 1 || first[1] < nodeTime-60e6 || first[1] > nodeTime+60e6 {
+		t.Fatalf("first acquire %v: want a grant whose fence is the node's clock in µs (about %d)", first, nodeTime)
 	}
-	if pttl, _ := refused[1].(int64); pttl <= 0 || pttl > 10000 {
-		t.Fatalf("refusal reports pttl %v, want within (0, 10000]", refused[1])
+	if first[3] != 10000 {
+		t.Fatalf("acquire reports maxttl %d, want 10000", first[3])
 	}
-	expect("release with another token", eval(release, "tokB"), int64(-1))
-	expect("extend with another token", eval(extend, "tokB", "20000"), int64(-1))
-	if v := srv.MustDo(t, "GET", key); v != "tokA" {
-		t.Fatalf("key holds %#v after foreign release/extend, want tokA", v)
+	expect("fence counter", srv.MustDo(t, "GET", fenceKey), strconv.FormatInt(first[1], 10))
+	if pttl := srv.MustDo(t, "PTTL", fenceKey).(int64); pttl <= 10000 || pttl > 60000 {
+		t.Fatalf("fence counter PTTL %d ms, want above the lock's TTL and at most 60s", pttl)
 	}
-	expect("extend", eval(extend, "tokA", "20000"), int64(1))
+	expect("retried acquire with the same token", acq("tokA")[:2], first[:2])
+	refused := acq("tokB")
+	if refused[0] != 0 || refused[1] <= 0 || refused[1] > 10000 {
+		t.Fatalf("acquire with another token: %v, want {0, pttl in (0, 10000]}", refused)
+	}
+	expect("release with another token", eval(release, []string{key, fenceKey}, "tokB", "0", "60000"), int64(-1))
+	expect("extend with another token", eval(extend, []string{key, marker}, "tokB", "20000"), int64(-1))
+	expect("key after foreign release and extend", srv.MustDo(t, "GET", key), "tokA")
+	expect("extend", eval(extend, []string{key, marker}, "tokA", "20000"), int64(1))
 	if pttl := srv.MustDo(t, "PTTL", key).(int64); pttl <= 10000 {
 		t.Fatalf("PTTL after extend to 20s is %d ms", pttl)
 	}
-	expect("release", eval(release, "tokA"), int64(1))
-	expect("second release", eval(release, "tokA"), int64(0))
-	expect("extend of an absent key", eval(extend, "tokA", "20000"), int64(0))
-	if n := srv.MustDo(t, "EXISTS", key); n != int64(0) {
-		t.Fatalf("extend re-created the key (EXISTS = %v)", n)
+	expect("maxttl after a longer extension", srv.MustDo(t, "HGET", marker, "maxttl"), "20000")
+	raised := strconv.FormatInt(first[1]+1000, 10)
+	expect("release", eval(release, []string{key, fenceKey}, "tokA", raised, "60000"), int64(1))
+	expect("fence counter after release", srv.MustDo(t, "GET", fenceKey), raised)
+	expect("second release", eval(release, []string{key, fenceKey}, "tokA", "5", "60000"), int64(0))
+	expect("a release never lowers the counter", srv.MustDo(t, "GET", fenceKey), raised)
+	expect("extend of an absent key", eval(extend, []string{key, marker}, "tokA", "20000"), int64(0))
+	expect("EXISTS after extending an absent key", srv.MustDo(t, "EXISTS", key), int64(0))
+	if next := acq("tokC"); next[0] != 1 || next[1] <= first[1]+1000 {
+		t.Fatalf("next grant %v: fence not above the raised counter %s", next, raised)
 	}
 }
 
@@ -537,7 +564,7 @@ func (s *suite) testSlowNode(t *testing.T) {
 	proxy := redistest.StartProxy(t, cl.servers[2])
 	slow := &countingNode{Node: s.dial(t, proxy.URL())}
 	nodes := []redlock.Node{s.dial(t, cl.servers[0].URL()), s.dial(t, cl.servers[1].URL()), slow}
-	c, err := redlock.New(nodes, &redlock.Options{NodeTimeout: 5 * time.Second, ReleaseTimeout: 200 * time.Millisecond})
+	c, err := redlock.New(nodes, &redlock.Options{NodeTimeout: 5 * time.Second, ReleaseTimeout: 200 * time.Millisecond, DisableQuarantine: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,14 @@ func Run(t *testing.T, dial Dialer) {
 	t.Run("SlowNodeDoesNotDelay", s.testSlowNode)
 	t.Run("LatencyEatsValidity", s.testLatencyEatsValidity)
 	t.Run("EvenN", s.testEvenN)
+	t.Run("FencesN3", func(t *testing.T) { s.testFences(t, 3) })
+	t.Run("FencesN5", func(t *testing.T) { s.testFences(t, 5) })
+	t.Run("QuarantineAfterRestart", func(t *testing.T) { s.testQuarantine(t, false) })
+	t.Run("CanaryNoQuarantineDoubleGrant", func(t *testing.T) { s.testQuarantine(t, true) })
+	t.Run("LostLockContext", s.testLostContext)
+	t.Run("ContextEndsAtDeadline", s.testContextDeadline)
+	t.Run("AutoExtendKeepsOwnership", s.testAutoExtend)
+	t.Run("AutoExtendLimit", s.testAutoExtendLimit)
 }
 
 type suite struct {
@@ -73,15 +81,28 @@ func (c *cluster) urls() []string {
 	return urls
 }
 
-// client dials every url and returns a redlock client over them.
+// client dials every url and returns a redlock client over them. Unless
+// opts asks for a quarantine, it is disabled: the table's servers are new,
+// and would otherwise sit out each test's TTL before they vote. The tests
+// of quarantine itself set Options.Quarantine or use quarantineClient.
 func (s *suite) client(t *testing.T, urls []string, opts *redlock.Options) *redlock.Client {
+	t.Helper()
+	o := redlock.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Quarantine == 0 {
+		o.DisableQuarantine = true
+	}
+	return s.quarantineClient(t, urls, &o)
+}
+
+// quarantineClient is client with the quarantine left as opts sets it.
+func (s *suite) quarantineClient(t *testing.T, urls []string, opts *redlock.Options) *redlock.Client {
 	t.Helper()
 	nodes := make([]redlock.Node, len(urls))
 	for i, u := range urls {
 		nodes[i] = s.dial(t, u)
-	}
-	if opts == nil {
-		opts = &redlock.Options{}
 	}
 	o := *opts
 	if o.RetryDelay == 0 {

@@ -1,0 +1,358 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime/pprof"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+)
+
+// fenceLog checks that the fences it is given strictly increase.
+type fenceLog struct {
+	t    *testing.T
+	mu   sync.Mutex
+	last int64
+	n    int
+}
+
+func (f *fenceLog) add(what string, l *redlock.Lock) {
+	f.t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l.Fence() <= f.last {
+		f.t.Fatalf("%s: fence %d after %d: fences must strictly increase", what, l.Fence(), f.last)
+	}
+	f.last = l.Fence()
+	f.n++
+}
+
+// testFences takes the lock many times on n nodes, in every way an owner
+// can end (release, expiry) and across lost counters (FLUSHALL, restarts),
+// and requires every fence to exceed the one before.
+func (s *suite) testFences(t *testing.T, n int) {
+	cl := startCluster(t, n, false)
+	opts := &redlock.Options{NodeTimeout: 50 * time.Millisecond}
+	a, b := s.client(t, cl.urls(), opts), s.client(t, cl.urls(), opts)
+	ctx, key := ctxT(t), keyFor(t)
+	fences := &fenceLog{t: t}
+	take := func(what string, c *redlock.Client, ttl time.Duration) *redlock.Lock {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		l, err := c.Lock(wctx, key, ttl)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		fences.add(what, l)
+		return l
+	}
+	release := func(l *redlock.Lock) {
+		t.Helper()
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	}
+	for i, c := range []*redlock.Client{a, b, a, b, b, a} {
+		release(take(fmt.Sprintf("sequential holder %d", i), c, 10*time.Second))
+	}
+	for i := range 3 {
+		l := take(fmt.Sprintf("holder %d that lets the lock expire", i), []*redlock.Client{a, b}[i%2], 100*time.Millisecond)
+		time.Sleep(time.Until(l.Until()) + 20*time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // the last one's keys expire too
+	release(take("after expiries", a, 10*time.Second))
+	for _, srv := range cl.servers {
+		srv.MustDo(t, "FLUSHALL")
+	}
+	release(take("after FLUSHALL on every node", b, 10*time.Second))
+	if err := cl.servers[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.servers[0].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	release(take("after a node restart", a, 10*time.Second))
+	for _, srv := range cl.servers {
+		if err := srv.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release(take("after every node restarted", b, 10*time.Second))
+
+	// Contention: holders in turn record their fence while they hold the
+	// lock; mutual exclusion orders the records.
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		c := s.client(t, cl.urls(), &redlock.Options{RetryDelay: 2 * time.Millisecond})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 8 {
+				l, err := c.Lock(ctx, key, 5*time.Second)
+				if err != nil {
+					errs <- err
+					return
+				}
+				fences.add("contended holder", l)
+				if err := l.Release(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if fences.n != 6+3+1+1+1+1+32 {
+		t.Fatalf("%d fences checked", fences.n)
+	}
+}
+
+// testQuarantine: A holds the lock on all three nodes; two of them are
+// killed and restarted at once, empty. B, with a TTL smaller than A's,
+// must not obtain the lock while A's lock is valid: the restarted nodes
+// are quarantined for the largest TTL the surviving node reports. With
+// quarantine disabled, the same scenario hands the lock out twice, which
+// shows that the test can fail.
+func (s *suite) testQuarantine(t *testing.T, disabled bool) {
+	cl := startCluster(t, 3, false)
+	const ttlA, ttlB = time.Second, 300 * time.Millisecond
+	// The node that survives must have run for longer than A's TTL, as a
+	// node in service would have; a younger one is in quarantine itself.
+	// (uptime_in_seconds counts whole seconds.)
+	time.Sleep(2*ttlA + 100*time.Millisecond)
+	a := s.quarantineClient(t, cl.urls(), &redlock.Options{})
+	b := s.quarantineClient(t, cl.urls(), &redlock.Options{DisableQuarantine: disabled, NodeTimeout: 30 * time.Millisecond})
+	ctx, key := ctxT(t), keyFor(t)
+	la, err := a.TryLock(ctx, key, ttlA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.settle(t, key, la.Token())
+	for _, srv := range cl.servers[:2] {
+		if err := srv.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var doubles, tries int
+	for time.Now().Before(la.Until()) {
+		tries++
+		lb, err := b.TryLock(ctx, key, ttlB)
+		if err == nil {
+			if time.Now().Before(la.Until()) {
+				doubles++
+			}
+			if err := lb.Release(ctx); err != nil && !errors.Is(err, redlock.ErrExpired) {
+				t.Fatal(err)
+			}
+			continue
+		}
+		oe := mustOpError(t, err, redlock.ErrNoQuorum)
+		if got := outcomes(oe); got != "quarantined,quarantined,taken" {
+			t.Fatalf("B's round saw %s, want quarantined,quarantined,taken", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if disabled {
+		if doubles == 0 {
+			t.Fatalf("without quarantine B never obtained the lock during A's validity in %d tries: the scenario shows nothing", tries)
+		}
+		return
+	}
+	if doubles > 0 {
+		t.Fatalf("B obtained the lock %d times while A held it", doubles)
+	}
+	st := b.States()
+	for i, want := range []redlock.NodeHealth{redlock.NodeQuarantined, redlock.NodeQuarantined, redlock.NodeHealthy} {
+		if st[i].Health != want {
+			t.Errorf("node %d: %v, want %v", i, st[i].Health, want)
+		}
+	}
+	if !st[0].Until.After(time.Now()) && st[0].Health == redlock.NodeQuarantined {
+		t.Errorf("quarantined node's Until %v is not in the future", st[0].Until)
+	}
+	probed := b.Probe(ctx)
+	if probed[0].Age >= ttlA || probed[2].Age < probed[0].Age || probed[2].MaxTTL != ttlA {
+		t.Errorf("Probe: restarted node age %v, survivor age %v maxttl %v", probed[0].Age, probed[2].Age, probed[2].MaxTTL)
+	}
+	if off := probed[1].ClockOffset; off < -5*time.Second || off > 5*time.Second {
+		t.Errorf("clock offset of a node on this machine is %v", off)
+	}
+	// Liveness: once the restarted nodes have run for A's TTL, B gets in.
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	lb, err := b.Lock(wctx, key, ttlB)
+	if err != nil {
+		t.Fatalf("B after the quarantine: %v", err)
+	}
+	if err := lb.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testLostContext: a holder with automatic extension whose key is deleted
+// on a majority learns it at the next extension; its context ends with a
+// cause that wraps ErrLockLost and carries the nodes' answers.
+func (s *suite) testLostContext(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	c := s.client(t, cl.urls(), nil)
+	ctx, key := ctxT(t), keyFor(t)
+	l, err := c.TryLock(ctx, key, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.settle(t, key, l.Token())
+	lctx := l.Context()
+	l.AutoExtend(0)
+	cl.servers[0].MustDo(t, "DEL", key)
+	cl.servers[1].MustDo(t, "DEL", key)
+	select {
+	case <-lctx.Done():
+	case <-ctx.Done():
+		t.Fatal("the lock's context did not end after its key was deleted on a majority")
+	}
+	var oe *redlock.OpError
+	cause := context.Cause(lctx)
+	if !errors.Is(cause, redlock.ErrLockLost) || !errors.As(cause, &oe) || oe.Op != "extend" {
+		t.Fatalf("cause %v: want the extension's *OpError wrapping ErrLockLost (a loss seen, not the deadline)", cause)
+	}
+	if l.Valid() {
+		t.Fatal("Valid() after the loss")
+	}
+	mustOpError(t, l.Extend(ctx, time.Second), redlock.ErrLockLost)
+	mustOpError(t, l.Release(ctx), redlock.ErrLockLost)
+	cl.expectNoKey(t, key)
+	if k := keepAliveGoroutines(); k != 0 {
+		t.Fatalf("%d watchdog goroutines left", k)
+	}
+}
+
+// testContextDeadline: without extension the context ends at the validity
+// deadline, with a cause that wraps ErrLockLost.
+func (s *suite) testContextDeadline(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	c := s.client(t, cl.urls(), &redlock.Options{NodeTimeout: 50 * time.Millisecond})
+	ctx, key := ctxT(t), keyFor(t)
+	l, err := c.TryLock(ctx, key, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lctx := l.Context()
+	<-lctx.Done()
+	if now := time.Now(); now.Before(l.Until()) {
+		t.Fatalf("context ended %v before the deadline", l.Until().Sub(now))
+	}
+	if cause := context.Cause(lctx); !errors.Is(cause, redlock.ErrLockLost) {
+		t.Fatalf("cause %v, want ErrLockLost", cause)
+	}
+	mustOpError(t, l.Release(ctx), redlock.ErrExpired)
+	// Context on a lock that has ended is done at once.
+	if err := l.Context().Err(); err == nil {
+		t.Fatal("Context() of an ended lock is not done")
+	}
+}
+
+// testAutoExtend: a holder with automatic extension keeps the lock for
+// three TTLs while a contender keeps trying; Release stops the watchdog
+// and ends the context with ErrReleased, and the contender then gets in.
+func (s *suite) testAutoExtend(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	opts := &redlock.Options{NodeTimeout: 50 * time.Millisecond}
+	a, b := s.client(t, cl.urls(), opts), s.client(t, cl.urls(), opts)
+	ctx, key := ctxT(t), keyFor(t)
+	const ttl = 600 * time.Millisecond
+	l, err := a.TryLock(ctx, key, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lctx := l.Context()
+	l.AutoExtend(0)
+	l.AutoExtend(0) // no effect
+	first := l.Until()
+	end := time.Now().Add(3 * ttl)
+	tries := 0
+	for time.Now().Before(end) {
+		tries++
+		if lb, err := b.TryLock(ctx, key, ttl); err == nil {
+			t.Fatalf("contender obtained the lock (fence %d) while the holder kept it alive", lb.Fence())
+		} else if !errors.Is(err, redlock.ErrTaken) {
+			t.Fatalf("contender: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if lctx.Err() != nil || !l.Valid() || !l.Until().After(first) {
+		t.Fatalf("after 3 TTLs: context %v, valid %v, deadline moved %v", context.Cause(lctx), l.Valid(), l.Until().Sub(first))
+	}
+	if keepAliveGoroutines() != 1 {
+		t.Fatal("no watchdog goroutine while AutoExtend runs")
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if k := keepAliveGoroutines(); k != 0 {
+		t.Fatalf("%d watchdog goroutines left after Release", k)
+	}
+	if cause := context.Cause(lctx); cause != redlock.ErrReleased {
+		t.Fatalf("context cause after Release: %v", cause)
+	}
+	lb, err := b.TryLock(ctx, key, ttl)
+	if err != nil {
+		t.Fatalf("contender after Release (%d tries before): %v", tries, err)
+	}
+	if lb.Fence() <= l.Fence() {
+		t.Fatalf("contender's fence %d is not above the holder's %d", lb.Fence(), l.Fence())
+	}
+	if err := lb.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testAutoExtendLimit: with a limit, the watchdog stops extending and the
+// lock ends at its deadline.
+func (s *suite) testAutoExtendLimit(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	c := s.client(t, cl.urls(), &redlock.Options{NodeTimeout: 50 * time.Millisecond})
+	ctx, key := ctxT(t), keyFor(t)
+	l, err := c.TryLock(ctx, key, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := l.Until()
+	lctx := l.Context()
+	l.AutoExtend(2)
+	select {
+	case <-lctx.Done():
+	case <-ctx.Done():
+		t.Fatal("a lock with at most 2 extensions never ended")
+	}
+	if !errors.Is(context.Cause(lctx), redlock.ErrLockLost) || !l.Until().After(first) {
+		t.Fatalf("cause %v, deadline moved %v", context.Cause(lctx), l.Until().Sub(first))
+	}
+	if k := keepAliveGoroutines(); k != 0 {
+		t.Fatalf("%d watchdog goroutines left after the limit", k)
+	}
+	mustOpError(t, l.Release(ctx), redlock.ErrExpired)
+}
+
+// keepAliveGoroutines counts the goroutines running a Lock's watchdog.
+func keepAliveGoroutines() int {
+	var buf bytes.Buffer
+	pprof.Lookup("goroutine").WriteTo(&buf, 1)
+	return bytes.Count(buf.Bytes(), []byte("redlock.(*Lock).keepAlive"))
+}

@@ -1,0 +1,36 @@
+-- node.lua: what every script that needs the node's clock and memory
+-- starts with. It is prepended to acquire.lua and probe.lua.
+--
+-- The node keeps a small hash, the marker (KEYS[3] in acquire, KEYS[1] in
+-- probe), with two fields:
+--   start   when this redis-server process started, in microseconds of
+--           the node's clock;
+--   maxttl  the largest lock TTL, in milliseconds, that any client has
+--           used on the node since then.
+-- The marker has no expiry. A node that restarts without persistence (or
+-- is flushed) loses it together with its lock keys; the next script finds
+-- it missing and writes it anew, with the process start time read from
+-- INFO. That is the only time INFO runs: it is too costly for every call.
+
+-- now_us returns the node's clock in microseconds. Microseconds since 1970
+-- are about 1.8e15, below 2^53, so a Lua number (a double) holds them
+-- exactly.
+local function now_us()
+	local t = redis.call('TIME')
+	return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- marker returns the process start (µs) and the largest TTL (ms) recorded
+-- in the marker, writing the marker first if it is missing.
+local function marker(key, now)
+	local m = redis.call('HMGET', key, 'start', 'maxttl')
+	local start, maxttl = tonumber(m[1]), tonumber(m[2]) or 0
+	if not start then
+		-- uptime_in_seconds is rounded down, so this start is at or after
+		-- the true one: the node's age is never overstated.
+		local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
+		start = now - up * 1000000
+		redis.call('HSET', key, 'start', string.format('%d', start))
+	end
+	return start, maxttl
+end

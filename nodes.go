@@ -1,0 +1,134 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// NodeHealth is what a Client last saw of a node.
+type NodeHealth int
+
+const (
+	// NodeUnknown means the client has not heard from the node yet.
+	NodeUnknown NodeHealth = iota
+	// NodeHealthy means the node answered and may vote.
+	NodeHealthy
+	// NodeQuarantined means the node answered but restarted too recently
+	// to vote; NodeState.Until says until when.
+	NodeQuarantined
+	// NodeUnreachable means the last request to the node failed or got no
+	// answer in time; NodeState.Err says why.
+	NodeUnreachable
+)
+
+var healthNames = [...]string{"unknown", "healthy", "quarantined", "unreachable"}
+
+func (h NodeHealth) String() string {
+	if h >= 0 && int(h) < len(healthNames) {
+		return healthNames[h]
+	}
+	return fmt.Sprintf("NodeHealth(%d)", int(h))
+}
+
+// NodeState is what a Client knows of one node.
+type NodeState struct {
+	Node   string     // the node's Name
+	Health NodeHealth // what the last answer, or its absence, showed
+	Until  time.Time  // NodeQuarantined: when the node is expected to vote again
+	Err    error      // NodeUnreachable: the last error
+	Seen   time.Time  // when the state was observed; zero if never
+
+	// Set by Probe only.
+	Age         time.Duration // how long the node's redis-server process has run
+	MaxTTL      time.Duration // the largest TTL recorded on the node
+	ClockOffset time.Duration // the node's clock minus this machine's, to the millisecond
+}
+
+// States returns what the client last observed of each node, in the order
+// given to New. Every round updates it; Probe refreshes it on demand.
+func (c *Client) States() []NodeState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]NodeState(nil), c.states...)
+}
+
+// Probe asks every node for its state, without touching any lock: whether
+// it answers, how long its process has run, the largest TTL recorded on
+// it, its clock, and from these whether it is in quarantine. It waits for
+// every node, at most Options.ReleaseTimeout.
+func (c *Client) Probe(ctx context.Context) []NodeState {
+	r := c.send(ctx, c.opts.ReleaseTimeout, 1, probeScript, decodeProbe, []string{markerKey}, nil)
+	r.drain()
+	c.learn(r.maxTTL)
+	q := c.quarantineFor(0)
+	c.observe(r, q)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.states {
+		st, res := &c.states[i], r.results[i]
+		st.Age, st.MaxTTL, st.ClockOffset = 0, 0, 0
+		if res.Outcome != OK {
+			continue
+		}
+		d := r.decoded[i]
+		st.Age, st.MaxTTL = d.age, d.maxTTL
+		// The node read its clock about halfway through the request.
+		mid := r.start.Add(res.Latency / 2)
+		st.ClockOffset = time.UnixMilli(d.clock).Sub(mid).Round(time.Millisecond)
+	}
+	return append([]NodeState(nil), c.states...)
+}
+
+// decodeProbe decodes the reply of the probe script: {age, maxttl, clock}.
+func decodeProbe(v any) decoded {
+	a, ok := ints(v, 3)
+	if !ok || a[0] < 0 || a[1] < 0 {
+		return decoded{outcome: Failed, err: fmt.Errorf("redlock: unexpected reply %#v from the probe script", v)}
+	}
+	return decoded{outcome: OK, age: time.Duration(a[0]) * time.Millisecond,
+		maxTTL: time.Duration(a[1]) * time.Millisecond, clock: a[2]}
+}
+
+// quarantineFor returns how long a node must have run to vote for a lock
+// with the given TTL; 0 when quarantine is disabled.
+func (c *Client) quarantineFor(ttl time.Duration) time.Duration {
+	if c.opts.DisableQuarantine {
+		return 0
+	}
+	return max(c.opts.Quarantine, time.Duration(c.learned.Load()), ttl)
+}
+
+// learn records a TTL that some client used on the nodes.
+func (c *Client) learn(ttl time.Duration) {
+	for {
+		old := c.learned.Load()
+		if int64(ttl) <= old || c.learned.CompareAndSwap(old, int64(ttl)) {
+			return
+		}
+	}
+}
+
+// observe records what a round showed of each node. A node whose answer
+// was not waited for keeps its previous state.
+func (c *Client) observe(r *round, quarantine time.Duration) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, res := range r.results {
+		st := &c.states[i]
+		switch {
+		case res.Outcome == NoAnswer && res.Err == nil:
+			continue
+		case res.Outcome == Failed || res.Outcome == NoAnswer:
+			st.Health, st.Err, st.Until = NodeUnreachable, res.Err, time.Time{}
+		case res.Outcome == Quarantined:
+			st.Health, st.Err, st.Until = NodeQuarantined, nil, now.Add(res.TTL)
+		case r.decoded[i].age >= 0 && r.decoded[i].age < quarantine:
+			st.Health, st.Err, st.Until = NodeQuarantined, nil, now.Add(quarantine-r.decoded[i].age)
+		default:
+			st.Health, st.Err, st.Until = NodeHealthy, nil, time.Time{}
+		}
+		st.Seen = now
+	}
+}
