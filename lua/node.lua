@@ -27,8 +27,10 @@ local function marker(key, now)
 	local start, maxttl = tonumber(m[1]), tonumber(m[2]) or 0
 	if not start then
 		-- uptime_in_seconds is rounded down, so this start is at or after
-		-- the true one: the node's age is never overstated.
-		local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
+		-- the true one: the node's age is never overstated. A server
+		-- that does not report its uptime is taken to have just started.
+		local info = redis.pcall('INFO', 'server')
+		local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or 0
 		start = now - up * 1000000
 		redis.call('HSET', key, 'start', string.format('%d', start))
 	end

@@ -49,6 +49,9 @@ type Config struct {
 	// {"--maxmemory-policy", "allkeys-lru"}. They come last, so they can
 	// override the package's own.
 	Args []string
+	// Env holds extra environment variables for the process, such as
+	// "LD_PRELOAD=/path/to/shim.so", added to the test's own environment.
+	Env []string
 }
 
 // A Server is one redis-server process that keeps its address and data
@@ -91,6 +94,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("redistest: %w", err)
 	}
 	cfg.Args = slices.Clone(cfg.Args)
+	cfg.Env = slices.Clone(cfg.Env)
 	s := &Server{cfg: cfg, bin: bin, dir: dir}
 	if cfg.Unix {
 		s.network, s.addr = "unix", filepath.Join(dir, "redis.sock")
@@ -274,6 +278,25 @@ func (s *Server) MustDo(t testing.TB, args ...string) any {
 	return v
 }
 
+// DoIn is like Do but runs the command in database db: it sends SELECT db
+// and the command on one connection of its own, and returns the reply to
+// the command. An error reply to SELECT is returned as (nil, [Error]).
+func (s *Server) DoIn(db int, args ...string) (any, error) {
+	if len(args) == 0 {
+		return nil, errors.New("redistest: DoIn without a command")
+	}
+	replies, err := exchange(s.network, s.addr, doTimeout, []string{"SELECT", strconv.Itoa(db)}, args)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range replies {
+		if e, ok := r.decode().(Error); ok {
+			return nil, e
+		}
+	}
+	return replies[1].decode(), nil
+}
+
 // exchange dials addr, sends the commands in one write and reads a reply to
 // each, all within timeout.
 func exchange(network, addr string, timeout time.Duration, cmds ...[]string) ([]value, error) {
@@ -337,6 +360,9 @@ func (s *Server) start() error {
 	logStart := info.Size()
 	cmd := exec.Command(s.bin, s.args(logPath)...)
 	cmd.Dir = s.dir
+	if len(s.cfg.Env) > 0 {
+		cmd.Env = append(os.Environ(), s.cfg.Env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	err = startProcess(cmd)
 	logFile.Close()

@@ -1,9 +1,11 @@
 package redistest
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -271,6 +273,37 @@ func TestDo(t *testing.T) {
 	expectDo(t, s, []any{"a", "b"}, "LRANGE", "l", "0", "-1")
 }
 
+func TestDoIn(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []Config{{}, {Unix: true}} {
+		s := Start(t, cfg)
+		if v, err := s.DoIn(3, "SET", "k", "three"); v != "OK" || err != nil {
+			t.Fatalf("DoIn(3, SET): (%#v, %v)", v, err)
+		}
+		if v, err := s.DoIn(3, "GET", "k"); v != "three" || err != nil {
+			t.Errorf("DoIn(3, GET): (%#v, %v), want three", v, err)
+		}
+		// The key is in database 3 only, and Do still uses database 0.
+		if v, err := s.DoIn(0, "EXISTS", "k"); v != int64(0) || err != nil {
+			t.Errorf("DoIn(0, EXISTS): (%#v, %v), want 0", v, err)
+		}
+		expectDo(t, s, int64(0), "EXISTS", "k")
+
+		var e Error
+		v, err := s.DoIn(3, "LPUSH", "k", "x")
+		if v != nil || !errors.As(err, &e) || !strings.HasPrefix(string(e), "WRONGTYPE ") {
+			t.Errorf("DoIn(3, LPUSH) on a string: (%#v, %#v), want (nil, Error(\"WRONGTYPE ...\"))", v, err)
+		}
+		v, err = s.DoIn(16, "GET", "k")
+		if v != nil || !errors.As(err, &e) || !strings.Contains(string(e), "out of range") {
+			t.Errorf("DoIn(16, GET): (%#v, %#v), want (nil, Error(\"ERR DB index is out of range\"))", v, err)
+		}
+		if v, err := s.DoIn(1); v != nil || err == nil {
+			t.Errorf("DoIn without a command: (%#v, %v), want an error", v, err)
+		}
+	}
+}
+
 func TestMissingBinary(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	_, err := New(Config{})
@@ -285,5 +318,19 @@ func TestStartFailureShowsLog(t *testing.T) {
 	_, err := New(Config{Args: []string{"--no-such-directive", "x"}})
 	if err == nil || !strings.Contains(err.Error(), "Bad directive") {
 		t.Errorf("New with a bad argument: %v, want the server's complaint", err)
+	}
+}
+
+func TestEnv(t *testing.T) {
+	// redis-server writes its process title over its environment, so the
+	// variable is checked by its effect: the dynamic loader complains, in
+	// the server's log, about a library it cannot preload.
+	srv := Start(t, Config{Env: []string{"LD_PRELOAD=/nonexistent/redistest-env-check.so"}})
+	log, err := os.ReadFile(filepath.Join(srv.dir, "redis.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(log, []byte("redistest-env-check.so")) {
+		t.Fatalf("the LD_PRELOAD from Config.Env left no trace in the log:\n%s", log)
 	}
 }
