@@ -242,6 +242,9 @@ func (l *Lock) Release(ctx context.Context) error {
 	until := l.Until()
 	expired := !time.Now().Before(until)
 	r := l.c.releaseRound(ctx, l.key, l.token, l.fence, l.c.fenceTTL(l.ttl))
+	if r.woke > 0 {
+		l.c.noteHandoff(l.key)
+	}
 	e := &OpError{Op: "release", Key: l.key, Quorum: l.c.quorum, Rounds: 1, Nodes: r.results}
 	switch {
 	case expired:

@@ -35,6 +35,7 @@ type decoded struct {
 	age     time.Duration // acquire: how long ago the node's process started
 	maxTTL  time.Duration // acquire: the largest TTL the node has seen
 	clock   int64         // probe: the node's clock in ms since 1970
+	woke    int64         // release: how many waiters the node told
 	err     error
 }
 
@@ -52,6 +53,7 @@ type round struct {
 	pending int           // answers not collected yet
 	maxTTL  time.Duration // acquire, probe: the largest TTL any node reported
 	fence   int64         // acquire: the largest fence granted
+	woke    int64         // release: how many waiters the nodes told
 }
 
 // send sends script to every node at once. The requests are cut off after
@@ -104,9 +106,11 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 //
 // With quarantine > 0, a grant counts only from a node whose process has
 // run for at least the quarantine, or for the largest TTL any node of the
-// round reports if that is longer; other grants become Quarantined. The
-// bar can rise as answers come in, so every grant is judged again against
-// it before the round is decided.
+// round reports if that is longer; other grants become Quarantined. What
+// the bar should be is learned from the answers, so a quorum that leans on
+// a young node (one that started less than youngHorizon ago, as after a
+// restart) is not trusted before every node has answered or the deadline
+// has passed: the node that knows of a long lock may be the slowest.
 func (r *round) collect(quorum int, quarantine time.Duration) bool {
 	timer := time.NewTimer(time.Until(r.deadline))
 	defer timer.Stop()
@@ -115,17 +119,37 @@ func (r *round) collect(quorum int, quarantine time.Duration) bool {
 		case rep := <-r.replies:
 			r.record(rep)
 		case <-timer.C:
-			return false
+			return r.granted(quorum, quarantine)
 		}
-		if quarantine > 0 {
-			r.quarantine(max(quarantine, r.maxTTL))
-		}
-		oks := r.count(OK)
-		if oks >= quorum {
+		if r.granted(quorum, quarantine) && (quarantine == 0 || !r.leansOnYoung(max(youngHorizon, quarantine))) {
 			return true
 		}
-		if len(r.results)-r.pending-oks > len(r.results)-quorum {
+		if answered := len(r.results) - r.pending; answered-r.count(OK) > len(r.results)-quorum {
 			return false
+		}
+	}
+	return r.granted(quorum, quarantine)
+}
+
+// youngHorizon is the age under which a node's vote waits for the other
+// nodes' answers (see collect).
+const youngHorizon = time.Hour
+
+// granted applies the quarantine to the answers so far and reports
+// whether quorum nodes granted.
+func (r *round) granted(quorum int, quarantine time.Duration) bool {
+	if quarantine > 0 {
+		r.quarantine(max(quarantine, r.maxTTL))
+	}
+	return r.count(OK) >= quorum
+}
+
+// leansOnYoung reports whether a grant came from a node younger than
+// horizon.
+func (r *round) leansOnYoung(horizon time.Duration) bool {
+	for i, res := range r.results {
+		if res.Outcome == OK && r.decoded[i].age < horizon {
+			return true
 		}
 	}
 	return false
@@ -182,6 +206,7 @@ func (r *round) record(rep reply) {
 	}
 	r.maxTTL = max(r.maxTTL, d.maxTTL)
 	r.fence = max(r.fence, d.fence)
+	r.woke += d.woke
 }
 
 // count returns how many nodes had one of the given outcomes.
@@ -210,13 +235,14 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration) (*L
 	// difference between the nodes' clocks and ours.
 	until := validUntil(r.start, ttl, c.drift(ttl))
 	granted := r.collect(c.quorum, q)
-	c.learn(r.maxTTL)
 	if granted && time.Now().Before(until) {
+		c.learn(max(r.maxTTL, ttl))
 		c.observe(r, q)
 		return &Lock{c: c, key: key, token: token, ttl: ttl, fence: r.fence,
 			until: until, settled: r.done, settledBy: r.deadline}, nil
 	}
 	c.cleanUp(ctx, key, token, r)
+	c.learn(r.maxTTL) // with the late answers, which cleanUp waited for
 	c.observe(r, q)
 	e := &OpError{Op: "acquire", Key: key, Quorum: c.quorum, Rounds: 1, Nodes: r.results}
 	switch {
@@ -260,7 +286,7 @@ func (c *Client) cleanUp(ctx context.Context, key, token string, acq *round) {
 func (c *Client) releaseRound(ctx context.Context, key, token string, fence int64, fenceTTL time.Duration) *round {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.ReleaseTimeout)
 	defer cancel()
-	r := c.send(ctx, c.opts.ReleaseTimeout, 2, releaseScript, decodeStatus,
+	r := c.send(ctx, c.opts.ReleaseTimeout, 2, releaseScript, decodeRelease,
 		[]string{key, fencePrefix + key},
 		[]string{token, strconv.FormatInt(fence, 10), msString(fenceTTL)})
 	r.drain()
@@ -316,8 +342,8 @@ func decodeAcquire(v any) decoded {
 	return d
 }
 
-// decodeStatus decodes the reply of the release and extend scripts: 1 done,
-// 0 key absent, -1 held by another owner.
+// decodeStatus decodes the reply of the extend script: 1 done, 0 key
+// absent, -1 held by another owner.
 func decodeStatus(v any) decoded {
 	switch v {
 	case int64(1):
@@ -327,5 +353,17 @@ func decodeStatus(v any) decoded {
 	case int64(-1):
 		return decoded{outcome: Taken}
 	}
-	return decoded{outcome: Failed, err: fmt.Errorf("redlock: unexpected reply %#v from a lock script", v)}
+	return decoded{outcome: Failed, err: fmt.Errorf("redlock: unexpected reply %#v from the extend script", v)}
+}
+
+// decodeRelease decodes the reply of the release script: {status, woke},
+// with status as for decodeStatus and woke the number of waiters told.
+func decodeRelease(v any) decoded {
+	if a, ok := ints(v, 2); ok && a[1] >= 0 {
+		if d := decodeStatus(a[0]); d.outcome != Failed {
+			d.woke = a[1]
+			return d
+		}
+	}
+	return decoded{outcome: Failed, err: fmt.Errorf("redlock: unexpected reply %#v from the release script", v)}
 }

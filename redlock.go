@@ -95,6 +95,10 @@ type Client struct {
 
 	mu     sync.Mutex // guards states
 	states []NodeState
+
+	gmu      sync.Mutex           // guards gates and handoffs
+	gates    map[string]*gate     // keys that goroutines of this client wait for
+	handoffs map[string]time.Time // keys whose release woke waiters, and when
 }
 
 // New returns a Client for the given nodes, which must be independent Redis
@@ -127,7 +131,9 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		quorum: len(nodes)/2 + 1,
 		opts:   o,
 		log:    o.Logger,
-		states: make([]NodeState, len(nodes)),
+		states:   make([]NodeState, len(nodes)),
+		gates:    make(map[string]*gate),
+		handoffs: make(map[string]time.Time),
 	}
 	for i, n := range nodes {
 		c.states[i].Node = n.Name()
@@ -208,17 +214,39 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*L
 // Lock obtains the lock on key for ttl, waiting for it as long as needed.
 //
 // Lock makes rounds until one succeeds, ctx is done, or Options.Tries
-// rounds have failed, pausing a random time around Options.RetryDelay
-// between rounds. Each round uses a fresh token, and every failed round is
-// cleaned up on all nodes before the next one starts. When ctx ends the
-// wait, the error wraps ctx.Err() as well as the reason of the last
-// completed round.
+// rounds have failed. Each round uses a fresh token, and every failed
+// round is cleaned up on all nodes before the next one starts.
+//
+// Lock does not poll blindly. After its first failed round it subscribes
+// on every node that is a Notifier to the announcements of the key's
+// release, and tries again as soon as one comes, after a short random
+// pause that keeps woken waiters from colliding; without an announcement
+// it tries again after a random pause around Options.RetryDelay.
+// Goroutines of one Client that wait for the same key queue up in the
+// process, so that only one of them contends at a time. A Client that has
+// just released a key to waiters holds back briefly before taking it
+// again, so that a waiter gets its turn.
+//
+// When ctx ends the wait, the error wraps ctx.Err() as well as the reason
+// of the last completed round.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
 	ttl, err := c.checkLock(key, ttl)
 	if err != nil {
 		return nil, err
 	}
+	e := &OpError{Op: "acquire", Key: key, Quorum: c.quorum}
+	leave, err := c.enter(ctx, key)
+	if err != nil {
+		e.ctxErr = err
+		return nil, e
+	}
+	defer leave()
+	if !sleep(ctx, c.handoffWait(key)) {
+		e.ctxErr = ctx.Err()
+		return nil, e
+	}
 	var last error // the reason of the last completed round
+	var wake <-chan struct{}
 	for round := 1; ; round++ {
 		l, e := c.acquire(ctx, key, ttl)
 		if e == nil {
@@ -233,6 +261,15 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 		if c.opts.Tries > 0 && round >= c.opts.Tries {
 			return nil, e
 		}
+		if round == 1 {
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if wake = c.subscribe(sctx, key); wake != nil {
+				// A release between the first round and the subscription
+				// would go unnoticed; try again now instead.
+				continue
+			}
+		}
 		t := time.NewTimer(c.retryDelay())
 		select {
 		case <-ctx.Done():
@@ -240,7 +277,29 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 			e.ctxErr = ctx.Err()
 			return nil, e
 		case <-t.C:
+		case <-wake:
+			t.Stop()
+			if !sleep(ctx, c.wakeDelay()) {
+				e.ctxErr = ctx.Err()
+				return nil, e
+			}
 		}
+	}
+}
+
+// sleep waits for d or until ctx is done, and reports whether it waited
+// the whole time.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

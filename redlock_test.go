@@ -234,6 +234,14 @@ func TestDecode(t *testing.T) {
 	if d := decodeStatus(nil); d.outcome != Failed || d.err == nil {
 		t.Errorf("decodeStatus(nil) = %+v", d)
 	}
+	if d := decodeRelease([]any{int64(1), int64(3)}); d != (decoded{outcome: OK, woke: 3}) {
+		t.Errorf("decodeRelease = %+v", d)
+	}
+	for _, v := range []any{int64(1), []any{int64(2), int64(0)}, []any{int64(1), int64(-1)}, []any{int64(1)}} {
+		if d := decodeRelease(v); d.outcome != Failed || d.err == nil {
+			t.Errorf("decodeRelease(%#v) = %+v, want Failed", v, d)
+		}
+	}
 	if d := decodeProbe([]any{int64(1), int64(2), int64(3)}); d != (decoded{outcome: OK, age: ms, maxTTL: 2 * ms, clock: 3}) {
 		t.Errorf("decodeProbe = %+v", d)
 	}
@@ -332,5 +340,109 @@ func TestRoundQuarantine(t *testing.T) {
 func TestNodeHealthString(t *testing.T) {
 	if NodeQuarantined.String() != "quarantined" || NodeHealth(9).String() != "NodeHealth(9)" || Quarantined.String() != "quarantined" {
 		t.Fatal("String")
+	}
+}
+
+func TestGate(t *testing.T) {
+	c, _ := New(nodes("a"), nil)
+	ctx := context.Background()
+	leave1, err := c.enter(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second goroutine waits behind the first, and gives up with its
+	// context.
+	cctx, cancel := context.WithCancel(ctx)
+	entered := make(chan error)
+	go func() {
+		leave, err := c.enter(cctx, "k")
+		if err == nil {
+			leave()
+		}
+		entered <- err
+	}()
+	other, err := c.enter(ctx, "other key")
+	if err != nil {
+		t.Fatal("a different key waits behind the first:", err)
+	}
+	other()
+	cancel()
+	if err := <-entered; !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiting goroutine: %v", err)
+	}
+	leave1()
+	// Once everybody has left, the gate is forgotten.
+	c.gmu.Lock()
+	n := len(c.gates)
+	c.gmu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d gates left", n)
+	}
+	leave2, err := c.enter(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leave2()
+}
+
+func TestHandoff(t *testing.T) {
+	c, _ := New(nodes("a"), &Options{RetryDelay: 40 * time.Millisecond})
+	if d := c.handoffWait("k"); d != 0 {
+		t.Fatalf("no release yet, wait %v", d)
+	}
+	c.noteHandoff("k")
+	if d := c.handoffWait("k"); d <= 0 || d > c.handoffWindow() || c.handoffWindow() <= 2*c.wakeWindow() {
+		t.Fatalf("after a release that woke waiters, wait %v, want within (0, %v], beyond twice the wake window %v", d, c.handoffWindow(), c.wakeWindow())
+	}
+	if d := c.handoffWait("k"); d != 0 {
+		t.Fatalf("the hold-back applies once, then %v", d)
+	}
+	for range 100 {
+		if d := c.wakeDelay(); d < 0 || d > 8*time.Millisecond {
+			t.Fatalf("wakeDelay %v outside [0, RetryDelay/5]", d)
+		}
+	}
+	slow, _ := New(nodes("a"), &Options{RetryDelay: time.Hour})
+	if w := slow.wakeWindow(); w != 10*time.Millisecond {
+		t.Fatalf("wake window with an hour's RetryDelay: %v", w)
+	}
+}
+
+// syntheticRound is a round of three acquire replies, already received in
+// the given order, for tests of the decision rule alone.
+func syntheticRound(replies ...reply) *round {
+	r := &round{replies: make(chan reply, len(replies)), results: make([]NodeResult, 3),
+		decoded: make([]decoded, 3), pending: 3, decode: decodeAcquire, deadline: time.Now().Add(time.Minute)}
+	for i := range r.decoded {
+		r.decoded[i].age = -1
+	}
+	for _, rep := range replies {
+		r.replies <- rep
+	}
+	return r
+}
+
+func TestCollectHearsEveryoneBeforeTrustingYoungNodes(t *testing.T) {
+	// Two nodes restarted half a second ago grant first; the survivor,
+	// up for two hours, answers last and knows of a 1s lock.
+	young := []any{int64(1), int64(5), int64(500), int64(300)}
+	survivor := func(maxTTL int64) reply {
+		return reply{node: 2, val: []any{int64(0), int64(800), int64(7_200_000), maxTTL}}
+	}
+	r := syntheticRound(reply{node: 0, val: young}, reply{node: 1, val: young}, survivor(1000))
+	if r.collect(2, 300*time.Millisecond) {
+		t.Fatal("a quorum of young nodes was trusted before the survivor's answer raised the bar to 1s")
+	}
+	if got := [3]Outcome{r.results[0].Outcome, r.results[1].Outcome, r.results[2].Outcome}; got != [3]Outcome{Quarantined, Quarantined, Taken} {
+		t.Fatalf("outcomes %v", got)
+	}
+	// When nobody knows of a longer lock, the same grants stand.
+	if r := syntheticRound(reply{node: 0, val: young}, reply{node: 1, val: young}, survivor(100)); !r.collect(2, 300*time.Millisecond) {
+		t.Fatal("grants from nodes older than every TTL known were refused")
+	}
+	// Without quarantine the round is decided on the first two answers.
+	r = syntheticRound(reply{node: 0, val: young}, reply{node: 1, val: young})
+	if !r.collect(2, 0) || r.pending != 1 {
+		t.Fatalf("without quarantine: decided %v with %d answers pending", r.results, r.pending)
 	}
 }

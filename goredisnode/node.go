@@ -36,6 +36,8 @@ type Node struct {
 	owned     *redis.Client
 	closeOnce sync.Once
 	closeErr  error
+
+	hub hub // subscriptions for Notify
 }
 
 var _ redlock.Node = (*Node)(nil)
@@ -129,13 +131,14 @@ func (n *Node) eval(ctx context.Context, sha, src string, keys, args []string) (
 	return normalize(v)
 }
 
-// Close closes the client if Dial created it; a client passed to New is
-// left open. Close may be called more than once; later calls return the
-// result of the first.
+// Close ends the Node's subscriptions (see Notify) and closes the client if
+// Dial created it; a client passed to New is left open. Close may be
+// called more than once; later calls return the result of the first.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		n.closeErr = n.hub.close()
 		if n.owned != nil {
-			n.closeErr = n.owned.Close()
+			n.closeErr = errors.Join(n.closeErr, n.owned.Close())
 		}
 	})
 	return n.closeErr

@@ -7,7 +7,11 @@
 -- ARGV[3]  the time to live of the fence counter, in milliseconds
 --
 -- Returns 1 when the key held the token and was deleted, 0 when the key was
--- absent, -1 when another token holds it (it is left alone).
+-- absent, -1 when another token holds it (it is left alone); and, as a
+-- second element, how many clients were told of the release.
+--
+-- A deletion is published on "redlock:released:" .. KEYS[1], so that
+-- waiters wake at once instead of polling.
 --
 -- On every node, whatever the key holds, the fence counter is raised to at
 -- least the lock's fence, so that the next owner's fence exceeds it even on
@@ -20,9 +24,9 @@ end
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
 	redis.call('DEL', KEYS[1])
-	return 1
+	return {1, redis.call('PUBLISH', 'redlock:released:' .. KEYS[1], '')}
 end
 if v then
-	return -1
+	return {-1, 0}
 end
-return 0
+return {0, 0}

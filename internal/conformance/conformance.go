@@ -56,6 +56,8 @@ func Run(t *testing.T, dial Dialer) {
 	t.Run("ContextEndsAtDeadline", s.testContextDeadline)
 	t.Run("AutoExtendKeepsOwnership", s.testAutoExtend)
 	t.Run("AutoExtendLimit", s.testAutoExtendLimit)
+	t.Run("NotifiedWaiting", s.testNotifiedWaiting)
+	t.Run("CoalescedWaiters", s.testCoalescedWaiters)
 }
 
 type suite struct {
