@@ -88,6 +88,20 @@
 // TTL and stops at the first definite loss; it never re-creates an expired
 // key.
 //
+// # Waiting
+//
+// Lock does not poll blindly. The release script publishes on
+// "redlock:released:" + key; on nodes that implement Notifier (both
+// adapters do), a waiting Lock subscribes after its first failed round
+// and tries again as soon as the key is released, after a random pause of
+// a few milliseconds that keeps woken waiters from splitting the votes.
+// Polling every Options.RetryDelay remains as the fallback, for instance
+// for locks that expire instead of being released. Goroutines of one
+// Client waiting for the same key queue in the process, so only one of
+// them contends at a time; and a Client whose release woke waiters holds
+// back briefly before it takes the same key again, so that waiters get
+// their turn.
+//
 // # Keys
 //
 // Besides each lock key, the client writes "redlock:fence:" + key, the
