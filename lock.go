@@ -237,7 +237,8 @@ func (l *Lock) Release(ctx context.Context) error {
 	// otherwise set its key after the release has passed that node.
 	select {
 	case <-l.settled:
-	case <-time.After(time.Until(l.settledBy)):
+	default:
+		sleepUntilDone(l.settled, l.settledBy)
 	}
 	until := l.Until()
 	expired := !time.Now().Before(until)
@@ -310,5 +311,15 @@ func (l *Lock) keepAlive(w *watchdog, limit int) {
 			l.c.log.Info("redlock: automatic extension stopped", "key", l.key, "err", err)
 			return
 		}
+	}
+}
+
+// sleepUntilDone waits until done is closed or deadline passes.
+func sleepUntilDone(done <-chan struct{}, deadline time.Time) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
 	}
 }

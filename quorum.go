@@ -41,11 +41,13 @@ type decoded struct {
 
 // A round is one request sent to every node at once.
 type round struct {
-	start    time.Time     // just before the first request was sent
-	deadline time.Time     // when collecting stops waiting for answers
-	replies  chan reply    // buffered: senders never block
-	done     chan struct{} // closed when every request has returned
-	cancel   func()        // ends the requests' context; called with done
+	start    time.Time       // just before the first request was sent
+	deadline time.Time       // when the requests are cut off
+	expired  <-chan struct{} // closed at the deadline, or earlier if the caller's context ends
+	replies  chan reply      // buffered: senders never block
+	done     chan struct{}   // closed when every request has returned
+	running  atomic.Int32    // requests that have not returned
+	cancel   func()          // ends the requests' context; called with done
 	decode   func(any) decoded
 
 	results []NodeResult  // filled in as the answers are collected
@@ -71,15 +73,14 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 		decoded: make([]decoded, n),
 		pending: n,
 	}
-	// Collecting waits a little longer than the requests' own timeout, so
-	// that a node which answers at its deadline is not counted as silent;
-	// it stops at all only in case a Node ignores its context.
-	r.deadline = r.start.Add(timeout + timeout/4 + time.Millisecond)
 	// All requests start together, so one deadline serves as the timeout
-	// of each; it is released when the last request returns.
-	ctx, r.cancel = context.WithTimeout(ctx, timeout)
-	var running atomic.Int32
-	running.Store(int32(n))
+	// of each; it is released when the last request returns. Collecting
+	// stops at the same deadline, which also bounds a Node that ignores
+	// its context.
+	r.deadline = r.start.Add(timeout)
+	ctx, r.cancel = context.WithDeadline(ctx, r.deadline)
+	r.expired = ctx.Done()
+	r.running.Store(int32(n))
 	for i, node := range c.nodes {
 		r.results[i].Node = node.Name()
 		r.decoded[i].age = -1
@@ -91,7 +92,7 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 				retried = true
 			}
 			r.replies <- reply{node: i, val: v, err: err, latency: time.Since(r.start), retried: retried}
-			if running.Add(-1) == 0 {
+			if r.running.Add(-1) == 0 {
 				r.cancel()
 				close(r.done)
 			}
@@ -112,13 +113,8 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 // restart) is not trusted before every node has answered or the deadline
 // has passed: the node that knows of a long lock may be the slowest.
 func (r *round) collect(quorum int, quarantine time.Duration) bool {
-	timer := time.NewTimer(time.Until(r.deadline))
-	defer timer.Stop()
 	for r.pending > 0 {
-		select {
-		case rep := <-r.replies:
-			r.record(rep)
-		case <-timer.C:
+		if !r.next() {
 			return r.granted(quorum, quarantine)
 		}
 		if r.granted(quorum, quarantine) && (quarantine == 0 || !r.leansOnYoung(max(youngHorizon, quarantine))) {
@@ -168,19 +164,35 @@ func (r *round) quarantine(q time.Duration) {
 // has passed, and records the answers. Nodes that did not answer keep the
 // outcome NoAnswer.
 func (r *round) drain() {
-	timer := time.NewTimer(time.Until(r.deadline))
-	defer timer.Stop()
 	for r.pending > 0 {
-		select {
-		case rep := <-r.replies:
-			r.record(rep)
-		case <-timer.C:
+		if !r.next() {
 			for i := range r.results {
 				if r.results[i].Outcome == NoAnswer && r.results[i].Err == nil {
 					r.results[i].Err = errNoAnswer
 				}
 			}
 			return
+		}
+	}
+}
+
+// next records the next answer. It returns false, having recorded every
+// answer already in, once the requests' context has ended: at the
+// deadline, when the caller's context ends, or after the last request
+// returned (its answer is in by then).
+func (r *round) next() bool {
+	select {
+	case rep := <-r.replies:
+		r.record(rep)
+		return true
+	case <-r.expired:
+		for {
+			select {
+			case rep := <-r.replies:
+				r.record(rep)
+			default:
+				return false
+			}
 		}
 	}
 }
@@ -284,9 +296,7 @@ func (c *Client) cleanUp(ctx context.Context, key, token string, acq *round) {
 // on a connection that broke since its last use, is tried once more: a key
 // that a release misses blocks others until it expires.
 func (c *Client) releaseRound(ctx context.Context, key, token string, fence int64, fenceTTL time.Duration) *round {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.ReleaseTimeout)
-	defer cancel()
-	r := c.send(ctx, c.opts.ReleaseTimeout, 2, releaseScript, decodeRelease,
+	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, releaseScript, decodeRelease,
 		[]string{key, fencePrefix + key},
 		[]string{token, strconv.FormatInt(fence, 10), msString(fenceTTL)})
 	r.drain()
