@@ -1,4 +1,4 @@
-package rueidisnode_test
+package adaptertest
 
 import (
 	"crypto/ecdsa"
@@ -67,10 +67,9 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// TestDialTLS runs the scripts over rediss:// against a redis-server with
-// a TLS port, and checks that the server certificate is verified.
-func TestDialTLS(t *testing.T) {
-	t.Parallel()
+// testTLS runs the scripts over rediss:// against a redis-server with a
+// TLS port, and checks that the server certificate is verified.
+func testTLS[N Node](t *testing.T, a Adapter[N]) {
 	certFile, keyFile := writeCert(t, t.TempDir())
 	port := strconv.Itoa(freePort(t))
 	srv := redistest.Start(t, redistest.Config{Args: []string{
@@ -84,16 +83,16 @@ func TestDialTLS(t *testing.T) {
 	hostPort := "127.0.0.1:" + port
 
 	// The certificate is self-signed, so verification is skipped here.
-	n := dial(t, "rediss://"+aclUser+":"+aclPass+"@"+hostPort+"/2?skip_verify=true")
-	checkName(t, n.Name(), hostPort+"/2")
+	n := dial(t, a, "rediss://"+ACLUser+":"+ACLPassword+"@"+hostPort+"/2?skip_verify=true")
+	CheckName(t, n.Name(), hostPort+"/2")
 	run(t, n, scriptSteps("lock:tls"))
 	if !inDB(t, srv, 2, "lock:tls") {
 		t.Error("key is not in database 2")
 	}
 
 	// With verification, the unknown certificate is refused.
-	n = dial(t, "rediss://"+hostPort)
-	_, err := n.Eval(ctxTimeout(t, 5*time.Second), script(t, "acquire"), []string{"lock:tls2"}, []string{"tok", "1000"})
+	n = dial(t, a, "rediss://"+hostPort)
+	_, err := eval(ctxTimeout(t, 5*time.Second), n, acquireStep("lock:tls2", "tok", "1000", nil))
 	if err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("Eval with an unverifiable certificate: %v, want a certificate error", err)
 	}

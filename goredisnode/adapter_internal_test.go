@@ -1,0 +1,43 @@
+package goredisnode
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/quorumlock/redlock/internal/adaptertest"
+	"github.com/redis/go-redis/v9"
+)
+
+// adapter describes this package to the shared adapter table.
+var adapter = adaptertest.Adapter[*Node]{
+	Pkg:     "goredisnode",
+	Dial:    Dial,
+	EvalLua: (*Node).eval,
+	IsErrorReply: func(err error) bool {
+		var rerr redis.Error
+		return errors.As(err, &rerr)
+	},
+	// redis.ParseURL rejects query parameters it does not know.
+	BadURLs:      []string{"redis://u:" + adaptertest.ACLPassword + "@h:6379/0?bogus=1"},
+	CheckDialled: checkDialled,
+}
+
+// checkDialled checks the options Dial gave its client: no retries of
+// commands, one try per connection, context deadlines honoured, and TLS
+// as the URL asks.
+func checkDialled(t *testing.T, d adaptertest.Dialled[*Node]) {
+	t.Helper()
+	o := d.Node.owned.Options()
+	if o.MaxRetries > 0 || !o.ContextTimeoutEnabled || o.DialerRetries != 1 {
+		t.Errorf("Dial(%q): MaxRetries %d, ContextTimeoutEnabled %v, DialerRetries %d",
+			d.URL, o.MaxRetries, o.ContextTimeoutEnabled, o.DialerRetries)
+	}
+	d.CheckTLS(t, o.TLSConfig)
+}
+
+func TestAdapter(t *testing.T) {
+	t.Parallel()
+	adaptertest.Run(t, adapter)
+}
+
+func BenchmarkEval(b *testing.B) { adaptertest.BenchmarkEval(b, adapter) }

@@ -1,0 +1,385 @@
+// Package adaptertest is the test table of what every Node adapter does on
+// its own, below the Redlock algorithm: decoding Lua replies, falling back
+// from EVALSHA to EVAL, reporting error replies, honouring contexts, and
+// dialling every URL form, TLS included, without ever revealing a
+// password. Each adapter runs it with [Run]; the algorithm itself is the
+// table of internal/conformance.
+//
+// It runs real redis-server processes (internal/redistest) and checks what
+// reached them with connections of its own, never with the library under
+// test. It imports no client library, so that the adapters, each in its
+// own module, can share it.
+package adaptertest
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/tls"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+// A Node is what an adapter's Dial returns.
+type Node interface {
+	redlock.Node
+	Close() error
+}
+
+// Adapter describes the adapter under test, whose Dial returns an N. Every
+// field but BadURLs is required.
+type Adapter[N Node] struct {
+	// Pkg is the adapter's package name, such as "goredisnode": every
+	// error of Dial for a URL that does not parse begins with
+	// Pkg + ": invalid URL".
+	Pkg string
+
+	// Dial is the adapter's Dial: it returns a Node with a client of its
+	// own for the server at url, without connecting.
+	Dial func(url string) (N, error)
+
+	// EvalLua runs the Lua source src, whose hex SHA-1 digest is sha, on n
+	// as n.Eval runs a script: EVALSHA, then EVAL if the server answers
+	// NOSCRIPT, and the reply converted as Eval converts it. Only redlock
+	// makes *redlock.Script values, so this is how the table sends the
+	// adapter scripts of its own: an adapter passes the method expression
+	// of the unexported method its Eval calls, such as (*Node).eval.
+	EvalLua func(n N, ctx context.Context, sha, src string, keys, args []string) (any, error)
+
+	// IsErrorReply reports whether err is, or wraps, the library's own
+	// error type for a Redis error reply.
+	IsErrorReply func(err error) bool
+
+	// BadURLs are URLs that this adapter's Dial must reject beyond those
+	// that every adapter rejects, such as query parameters that only its
+	// library knows. Any password in them should be ACLPassword, which no
+	// error may repeat.
+	BadURLs []string
+
+	// CheckDialled makes the library's own checks of a Node that Dial
+	// returned for a valid URL, such as that its client does not retry or
+	// that it verifies the TLS server name that the URL asks for. It is
+	// called before the Node is closed, for every URL of the Names table.
+	CheckDialled func(t *testing.T, d Dialled[N])
+}
+
+// Dialled is what Adapter.CheckDialled is told about a Node.
+type Dialled[N Node] struct {
+	URL  string
+	Node N
+	// TLSServerName is the name that TLS must verify the server
+	// certificate against, or "" if the URL does not ask for TLS.
+	TLSServerName string
+}
+
+// CheckTLS fails t unless cfg, the TLS configuration of d.Node's client
+// (nil for none), is there exactly when d.URL asks for TLS and verifies
+// the server name that it names.
+func (d Dialled[N]) CheckTLS(t *testing.T, cfg *tls.Config) {
+	t.Helper()
+	if want := d.TLSServerName != ""; (cfg != nil) != want {
+		t.Errorf("Dial(%q): TLS config %v, want TLS %v", d.URL, cfg, want)
+	} else if want && cfg.ServerName != d.TLSServerName {
+		t.Errorf("Dial(%q): TLS server name %q, want %q", d.URL, cfg.ServerName, d.TLSServerName)
+	}
+}
+
+// The credentials of the ACL user that the table creates. No name and no
+// error may contain either.
+const (
+	ACLUser     = "locker"
+	ACLPassword = "hunter2secret"
+)
+
+// Run runs the table against the adapter a describes. Its subtests run in
+// parallel with each other.
+func Run[N Node](t *testing.T, a Adapter[N]) {
+	if a.Pkg == "" || a.Dial == nil || a.EvalLua == nil || a.IsErrorReply == nil || a.CheckDialled == nil {
+		t.Fatal("adaptertest: Adapter.Pkg, Dial, EvalLua, IsErrorReply and CheckDialled are required")
+	}
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T, Adapter[N])
+	}{
+		{"Scripts", testScripts[N]},
+		{"Decode", testDecode[N]},
+		{"Concurrent", testConcurrent[N]},
+		{"NoScriptFallback", testNoScriptFallback[N]},
+		{"ErrorReply", testErrorReply[N]},
+		{"Context", testContext[N]},
+		{"DialServerDown", testDialServerDown[N]},
+		{"DialServerPaused", testDialServerPaused[N]},
+		{"DialDoesNotRetry", testDialDoesNotRetry[N]},
+		{"Names", testNames[N]},
+		{"URLs", testURLs[N]},
+		{"WrongPassword", testWrongPassword[N]},
+		{"PasswordOnly", testPasswordOnly[N]},
+		{"BadURLs", testBadURLs[N]},
+		{"TLS", testTLS[N]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, a)
+		})
+	}
+}
+
+// Main is the TestMain of an adapter's tests: it starts n redis-server
+// processes for the package's examples, stores their URLs in *urls, runs
+// the tests, stops the servers and exits. If a server does not start, it
+// exits at once with status 1.
+func Main(m *testing.M, n int, urls *[]string) {
+	var servers []*redistest.Server
+	stop := func() {
+		for _, srv := range servers {
+			srv.Close()
+		}
+	}
+	for range n {
+		srv, err := redistest.New(redistest.Config{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			stop()
+			os.Exit(1)
+		}
+		servers = append(servers, srv)
+		*urls = append(*urls, srv.URL())
+	}
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// Dialer turns an adapter's Dial into a test helper: one that dials url,
+// fails t if Dial fails and closes the Node when t ends.
+func Dialer[N Node](dial func(url string) (N, error)) func(t testing.TB, url string) N {
+	return func(t testing.TB, url string) N {
+		t.Helper()
+		n, err := dial(url)
+		if err != nil {
+			t.Fatalf("Dial: %v", err)
+		}
+		t.Cleanup(func() { n.Close() })
+		return n
+	}
+}
+
+// BenchmarkEval measures one Eval of the extend script through a dialled
+// Node.
+func BenchmarkEval[N Node](b *testing.B, a Adapter[N]) {
+	srv := redistest.Start(b, redistest.Config{})
+	n, err := a.Dial(srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.Close()
+	st := extendStep("lock:bench", "tok", "60000", nil)
+	extend := Script(b, st.script)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := n.Eval(ctx, extend, st.keys, st.args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Script returns the redlock script with the given name, such as
+// "acquire", and fails t if there is none.
+func Script(t testing.TB, name string) *redlock.Script {
+	t.Helper()
+	s, err := script(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func script(name string) (*redlock.Script, error) {
+	for _, s := range redlock.Scripts() {
+		if s.Name() == name {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("no script %q", name)
+}
+
+// Runs reports whether the command args, as a [redistest.Proxy] sees it,
+// runs s by EVALSHA or EVAL.
+func Runs(args []string, s *redlock.Script) bool {
+	if len(args) < 2 {
+		return false
+	}
+	switch strings.ToUpper(args[0]) {
+	case "EVALSHA":
+		return args[1] == s.SHA1()
+	case "EVAL":
+		return args[1] == s.Source()
+	}
+	return false
+}
+
+// ExerciseScripts runs every script of redlock.Scripts on key through n,
+// in a sequence that leaves key held by "tok2", and fails t on the first
+// unexpected reply. key must not exist.
+func ExerciseScripts(t *testing.T, n redlock.Node, key string) {
+	t.Helper()
+	run(t, n, scriptSteps(key))
+}
+
+// CheckName fails t if name is not want or contains ACLUser or
+// ACLPassword.
+func CheckName(t *testing.T, name, want string) {
+	t.Helper()
+	if name != want {
+		t.Errorf("Name() = %q, want %q", name, want)
+	}
+	if strings.Contains(name, ACLPassword) || strings.Contains(name, ACLUser) {
+		t.Errorf("Name() = %q contains a credential", name)
+	}
+}
+
+// dial dials url with a and closes the Node when t ends.
+func dial[N Node](t *testing.T, a Adapter[N], url string) N {
+	t.Helper()
+	return Dialer(a.Dial)(t, url)
+}
+
+func ctxTimeout(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func digest(src string) string {
+	sum := sha1.Sum([]byte(src))
+	return hex.EncodeToString(sum[:])
+}
+
+// step is one script call and the status its reply must have (see
+// Status); a want of nil means only that the call succeeds.
+type step struct {
+	script     string
+	keys, args []string
+	want       any
+}
+
+// run runs steps on n and fails t on the first unexpected reply.
+func run(t *testing.T, n redlock.Node, steps []step) {
+	t.Helper()
+	ctx := ctxTimeout(t, 5*time.Second)
+	for i, st := range steps {
+		got, err := eval(ctx, n, st)
+		if err != nil {
+			t.Fatalf("step %d: %s %q %q: %v", i, st.script, st.keys, st.args, err)
+		}
+		if st.want == nil {
+			continue
+		}
+		if status, ok := Status(got); !ok || status != st.want {
+			t.Fatalf("step %d: %s %q %q = %#v, want status %d", i, st.script, st.keys, st.args, got, st.want)
+		}
+	}
+}
+
+// The statuses of the scripts' replies.
+const (
+	granted = int64(1)  // acquire took the key, or found it its own
+	refused = int64(0)  // acquire found the key held by another token
+	done    = int64(1)  // release or extend found the key held by the token
+	absent  = int64(0)  // release or extend found no key
+	foreign = int64(-1) // release or extend found the key held by another token
+)
+
+// scriptSteps exercises every script in redlock.Scripts on key.
+func scriptSteps(key string) []step {
+	return []step{
+		acquireStep(key, "tok1", "60000", granted),
+		acquireStep(key, "tok1", "60000", granted), // a retried acquire finds its grant
+		extendStep(key, "tok1", "120000", done),
+		extendStep(key, "tok2", "120000", foreign),
+		releaseStep(key, "tok2", foreign),
+		releaseStep(key, "tok1", done),
+		releaseStep(key, "tok1", absent),
+		extendStep(key, "tok1", "1000", absent),
+		acquireStep(key, "tok2", "60000", granted),
+		{script: "probe", keys: []string{markerKey}},
+	}
+}
+
+// The keys and arguments of the scripts (lua/*.lua) are spelt out here
+// only, as the lock client passes them, with no quarantine.
+const (
+	markerKey = "redlock:node"
+	fenceTTL  = "600000" // ms
+)
+
+func fenceKey(key string) string { return "redlock:fence:" + key }
+
+func acquireStep(key, token, ttl string, want any) step {
+	return step{"acquire", []string{key, fenceKey(key), markerKey}, []string{token, ttl, "0", fenceTTL}, want}
+}
+
+func releaseStep(key, token string, want any) step {
+	return step{"release", []string{key, fenceKey(key)}, []string{token, "0", fenceTTL}, want}
+}
+
+func extendStep(key, token, ttl string, want any) step {
+	return step{"extend", []string{key, markerKey}, []string{token, ttl}, want}
+}
+
+// eval runs st on n and returns the reply.
+func eval(ctx context.Context, n redlock.Node, st step) (any, error) {
+	s, err := script(st.script)
+	if err != nil {
+		return nil, err
+	}
+	return n.Eval(ctx, s, st.keys, st.args)
+}
+
+// Acquire runs the acquire script on n as the lock client does, to take
+// key for token for ttl milliseconds, and returns the reply, whose Status
+// is 1 for a grant.
+func Acquire(ctx context.Context, n redlock.Node, key, token string, ttl int) (any, error) {
+	return eval(ctx, n, acquireStep(key, token, strconv.Itoa(ttl), nil))
+}
+
+// Status returns the status of a script's reply: the reply itself when it
+// is an integer, or else its first element, which must be one. ok is false
+// for any other reply.
+func Status(reply any) (status int64, ok bool) {
+	switch r := reply.(type) {
+	case int64:
+		return r, true
+	case []any:
+		if len(r) > 0 {
+			status, ok = r[0].(int64)
+		}
+	}
+	return status, ok
+}
+
+// addUser creates the ACL user ACLUser on srv, who may run the scripts:
+// any command on any key, and the channels that release publishes on.
+// (Redis 7 gives a new user no channels.)
+func addUser(t *testing.T, srv *redistest.Server) {
+	t.Helper()
+	srv.MustDo(t, "ACL", "SETUSER", ACLUser, "on", ">"+ACLPassword, "~*", "&redlock:released:*", "+@all")
+}
+
+// inDB reports whether key exists in database db of srv.
+func inDB(t *testing.T, srv *redistest.Server, db int, key string) bool {
+	t.Helper()
+	n, err := srv.DoIn(db, "EXISTS", key)
+	if err != nil {
+		t.Fatalf("EXISTS %s in database %d: %v", key, db, err)
+	}
+	return n == int64(1)
+}

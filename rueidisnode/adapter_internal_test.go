@@ -1,0 +1,45 @@
+package rueidisnode
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/quorumlock/redlock/internal/adaptertest"
+	"github.com/redis/rueidis"
+)
+
+// adapter describes this package to the shared adapter table.
+var adapter = adaptertest.Adapter[*Node]{
+	Pkg:     "rueidisnode",
+	Dial:    Dial,
+	EvalLua: (*Node).eval,
+	IsErrorReply: func(err error) bool {
+		var rerr *rueidis.RedisError
+		return errors.As(err, &rerr)
+	},
+	// A node is one server: no other addresses, and no Sentinel.
+	BadURLs: []string{
+		"redis://u:" + adaptertest.ACLPassword + "@h:6379/0?addr=h2:6379",
+		"redis://u:" + adaptertest.ACLPassword + "@h:6379/0?master_set=m",
+	},
+	CheckDialled: checkDialled,
+}
+
+// checkDialled checks that the options Dial parsed from the URL ask for
+// TLS as the URL does. (A rueidis client does not show its options.)
+func checkDialled(t *testing.T, d adaptertest.Dialled[*Node]) {
+	t.Helper()
+	opt, err := parseURL(d.URL)
+	if err != nil {
+		t.Errorf("parseURL(%q): %v", d.URL, err)
+		return
+	}
+	d.CheckTLS(t, opt.TLSConfig)
+}
+
+func TestAdapter(t *testing.T) {
+	t.Parallel()
+	adaptertest.Run(t, adapter)
+}
+
+func BenchmarkEval(b *testing.B) { adaptertest.BenchmarkEval(b, adapter) }
