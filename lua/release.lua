@@ -11,7 +11,10 @@
 -- second element, how many clients were told of the release.
 --
 -- A deletion is published on "redlock:released:" .. KEYS[1], so that
--- waiters wake at once instead of polling.
+-- waiters wake at once instead of polling. The publication is best
+-- effort: a user whose ACL does not allow the channel still releases (the
+-- deletion has happened by then and a script is not rolled back), and its
+-- waiters poll.
 --
 -- On every node, whatever the key holds, the fence counter is raised to at
 -- least the lock's fence, so that the next owner's fence exceeds it even on
@@ -24,7 +27,11 @@ end
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
 	redis.call('DEL', KEYS[1])
-	return {1, redis.call('PUBLISH', 'redlock:released:' .. KEYS[1], '')}
+	local told = redis.pcall('PUBLISH', 'redlock:released:' .. KEYS[1], '')
+	if type(told) ~= 'number' then
+		told = 0
+	end
+	return {1, told}
 end
 if v then
 	return {-1, 0}

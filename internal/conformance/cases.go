@@ -425,7 +425,7 @@ func (s *suite) testExpired(t *testing.T) {
 	cl := startCluster(t, 3, false)
 	c := s.client(t, cl.urls(), &redlock.Options{NodeTimeout: 50 * time.Millisecond})
 	ctx, key := ctxT(t), keyFor(t)
-	l, err := c.TryLock(ctx, key, 100*time.Millisecond)
+	l, err := c.Lock(ctx, key, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func (s *suite) testExpiredTakenOver(t *testing.T) {
 	cl := startCluster(t, 3, false)
 	c := s.client(t, cl.urls(), &redlock.Options{NodeTimeout: 50 * time.Millisecond})
 	ctx, key := ctxT(t), keyFor(t)
-	old, err := c.TryLock(ctx, key, 100*time.Millisecond)
+	old, err := c.Lock(ctx, key, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
