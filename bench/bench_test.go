@@ -1,0 +1,260 @@
+package bench
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+// TestSmoke runs every library in tiny cells of both workloads against real
+// servers and checks correctness only: no errors, no give-ups without
+// contention, no lost updates, work done in every cell, and a report that
+// renders. It asserts nothing about timing.
+func TestSmoke(t *testing.T) {
+	servers := redistest.StartN(t, 3, redistest.Config{})
+	cfg := DefaultConfig()
+	for _, s := range servers {
+		cfg.Addrs = append(cfg.Addrs, s.Addr())
+	}
+	cfg.Duration = 60 * time.Millisecond
+	cfg.Reps = 2
+	cfg.Nodes = []int{1, 3}
+	cfg.Goroutines = []int{1, 3}
+	cfg.Contenders = 3
+	var progress strings.Builder
+	cfg.Progress = &progress
+
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.Failures(); err != nil {
+		t.Fatal(err)
+	}
+	cells := cfg.cells()
+	if want := len(cells) * len(Libraries()); len(rep.Rows) != want {
+		t.Fatalf("%d rows, want %d", len(rep.Rows), want)
+	}
+	for _, row := range rep.Rows {
+		if row.NA != !supports(row.Library, row.Cell.N) {
+			t.Errorf("%s %s: NA = %v", row.Cell, row.Library, row.NA)
+		}
+		if row.NA {
+			continue
+		}
+		if row.Ops == 0 || row.Elapsed <= 0 || row.AllocsPerOp <= 0 {
+			t.Errorf("%s %s: %d ops in %v, %.1f allocs/op", row.Cell, row.Library, row.Ops, row.Elapsed, row.AllocsPerOp)
+		}
+		if row.Acquire.P50 <= 0 || row.Acquire.P50 > row.Acquire.P99 || row.Acquire.P99 > row.Acquire.Max {
+			t.Errorf("%s %s: acquire latencies %+v", row.Cell, row.Library, row.Acquire)
+		}
+		if row.Cell.Workload == W2 {
+			if row.Acquisitions != row.Ops {
+				t.Errorf("%s %s: %d acquisitions counted under the lock, %d lock+unlock pairs", row.Cell, row.Library, row.Acquisitions, row.Ops)
+			}
+			if row.BusiestShare < 1/float64(row.Cell.G) || row.BusiestShare > 1 || row.HandoffShare < 0 || row.HandoffShare > 1 {
+				t.Errorf("%s %s: busiest share %v, handoff share %v", row.Cell, row.Library, row.BusiestShare, row.HandoffShare)
+			}
+		}
+	}
+	if got := strings.Count(progress.String(), "\n"); got != len(rep.Rows)-countNA(rep.Rows) {
+		t.Errorf("%d progress lines for %d rows", got, len(rep.Rows)-countNA(rep.Rows))
+	}
+
+	md := rep.Markdown()
+	for _, want := range append([]string{"#### W1", "#### W2", "| n/a |", "zero lost updates in every W2 cell"}, Libraries()...) {
+		if !strings.Contains(md, want) {
+			t.Errorf("the report has no %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "#### Errors") {
+		t.Errorf("the report lists errors:\n%s", md)
+	}
+	t.Logf("\n%s", md)
+}
+
+func countNA(rows []Row) int {
+	n := 0
+	for _, r := range rows {
+		if r.NA {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRunStopsWithContext checks that a cancelled run returns promptly
+// with the context's error, even in a contended cell.
+func TestRunStopsWithContext(t *testing.T) {
+	servers := redistest.StartN(t, 1, redistest.Config{})
+	cfg := DefaultConfig()
+	cfg.Addrs = []string{servers[0].Addr()}
+	cfg.Duration = time.Hour
+	cfg.Reps = 1
+	cfg.Workloads = []string{W2}
+	cfg.Nodes = []int{1}
+	cfg.Contenders = 2
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := Run(ctx, cfg)
+	if err == nil || ctx.Err() == nil {
+		t.Fatalf("Run returned %v before its context ended", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Run took %v to stop", took)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Addrs = []string{"127.0.0.1:1"}
+	cfg.Libraries = []string{"nope"}
+	cfg.Workloads = []string{"W3"}
+	err := cfg.validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`"nope"`, `"W3"`, "3 nodes", "5 nodes"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}
+
+// TestHist compares the histogram's quantiles with those of the sorted
+// values.
+func TestHist(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var h hist
+	var vals []time.Duration
+	for range 100000 {
+		v := time.Duration(r.ExpFloat64() * float64(200*time.Microsecond))
+		vals = append(vals, v)
+		h.record(v)
+	}
+	slices.Sort(vals)
+	for _, q := range []float64{0.01, 0.5, 0.9, 0.99, 0.999} {
+		want := vals[int(q*float64(len(vals)))-1]
+		got := h.quantile(q)
+		if diff := float64(got-want) / float64(want); diff > 0.035 || diff < -0.035 {
+			t.Errorf("quantile(%v) = %v, want %v within 3.5%%", q, got, want)
+		}
+	}
+	if h.quantile(1) != vals[len(vals)-1] || h.max != vals[len(vals)-1] {
+		t.Errorf("max %v, quantile(1) %v, want %v", h.max, h.quantile(1), vals[len(vals)-1])
+	}
+	var empty hist
+	if empty.quantile(0.5) != 0 {
+		t.Error("empty histogram has a median")
+	}
+	for i := range buckets {
+		lo, hi := bucketRange(i)
+		if bucketOf(lo) != i || bucketOf(hi) != i || (i > 0 && bucketOf(lo-1) != i-1) {
+			t.Fatalf("bucket %d: [%d, %d]", i, lo, hi)
+		}
+	}
+	if lo, hi := bucketRange(buckets - 1); hi != 1<<64-1 || lo > hi {
+		t.Errorf("last bucket [%d, %d]", lo, hi)
+	}
+	var other hist
+	other.record(-time.Second)
+	other.record(time.Hour)
+	h.merge(&other)
+	if h.n != uint64(len(vals))+2 || h.max != time.Hour || h.counts[0] == 0 {
+		t.Errorf("merge: n %d, max %v", h.n, h.max)
+	}
+}
+
+func TestWriteSection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	if err := WriteSection(path, "first\n"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if want := "# Benchmarks\n\n" + BeginMarker + "\nfirst\n" + EndMarker + "\n"; string(b) != want {
+		t.Fatalf("new file:\n%s\nwant:\n%s", b, want)
+	}
+	os.WriteFile(path, []byte("intro\n"+BeginMarker+"\nold\n"+EndMarker+"\noutro\n"), 0o644)
+	if err := WriteSection(path, "new"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(path)
+	if want := "intro\n" + BeginMarker + "\nnew\n" + EndMarker + "\noutro\n"; string(b) != want {
+		t.Fatalf("replaced:\n%s\nwant:\n%s", b, want)
+	}
+	os.WriteFile(path, []byte("no markers\n"), 0o644)
+	if err := WriteSection(path, "appended"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(path)
+	if want := "no markers\n\n" + BeginMarker + "\nappended\n" + EndMarker + "\n"; string(b) != want {
+		t.Fatalf("appended:\n%s\nwant:\n%s", b, want)
+	}
+}
+
+// TestTargets checks the target arithmetic on made-up rows.
+func TestTargets(t *testing.T) {
+	row := func(c Cell, lib string, f func(*Row)) Row {
+		r := Row{Cell: c, Library: lib, Ops: 1}
+		f(&r)
+		return r
+	}
+	g64 := Cell{Workload: W1, N: 5, G: 64}
+	g1 := Cell{Workload: W1, N: 5, G: 1}
+	w2 := Cell{Workload: W2, N: 5, G: 16}
+	rep := &Report{Rows: []Row{
+		row(g64, LibRedlockGoRedis, func(r *Row) { r.OpsPerSec = 3000 }),
+		row(g64, LibRedsync, func(r *Row) { r.OpsPerSec = 1000 }),
+		row(g64, LibRaw, func(r *Row) { r.OpsPerSec = 1500 }),
+		row(g1, LibRedlockGoRedis, func(r *Row) { r.Acquire.P50 = 100; r.AllocsPerOp = 41 }),
+		row(g1, LibRedsync, func(r *Row) { r.Acquire.P50 = 100; r.AllocsPerOp = 144 }),
+		row(w2, LibRedlockGoRedis, func(r *Row) {
+			r.CrossPerSec, r.Acquire.P99, r.BusiestShare, r.Acquisitions = 100, 20, 0.125, 10
+		}),
+		row(w2, LibRedsync, func(r *Row) { r.CrossPerSec, r.Acquire.P99, r.LostUpdates = 10, 100, 1 }),
+	}}
+	want := map[string]bool{
+		"W1 N=5 G=64: ops/s ≥ 3× redsync's":                                   true,
+		"W1 N=5 G=64: ops/s ≥ 2.5× raw go-redis's":                            false,
+		"W1 N=5 G=1: acquire p50 ≤ redsync's":                                 true,
+		"N=5: ≤ 40 allocations per lock+unlock (W1 G=1)":                      false,
+		"W2 N=5 G=16 default: cross-contender acquisitions/s ≥ 10× redsync's": true,
+		"W2 N=5 G=16 default: acquire p99 ≤ 1/5 of redsync's":                 true,
+		"W2 N=5 G=16 default: no contender above 2× its fair share":           true,
+		"zero lost updates in every W2 cell":                                  false,
+	}
+	got := rep.Targets()
+	if len(got) != len(want) {
+		t.Errorf("%d targets, want %d: %+v", len(got), len(want), got)
+	}
+	for _, tg := range got {
+		met, ok := want[tg.Target]
+		if !ok || met != tg.Met {
+			t.Errorf("%s (%s): met %v, want %v (%s)", tg.Target, tg.Library, tg.Met, met, tg.Measured)
+		}
+	}
+}
+
+func TestFmtDur(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                        "0",
+		999:                      "999ns",
+		1500:                     "1.50µs",
+		182 * time.Microsecond:   "182µs",
+		999999:                   "1.00ms",
+		12345 * time.Microsecond: "12.3ms",
+		2 * time.Second:          "2.00s",
+	} {
+		if got := fmtDur(d); got != want {
+			t.Errorf("fmtDur(%d) = %q, want %q", d, got, want)
+		}
+	}
+}

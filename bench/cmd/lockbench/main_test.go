@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/quorumlock/redlock/bench"
+)
+
+// TestCommand runs the command end to end with a tiny configuration: it
+// starts its own servers, prints progress and the report, and writes the
+// report into a file between the markers, keeping the rest of the file.
+func TestCommand(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	if err := os.WriteFile(out, []byte("# Benchmarks\n\nprose\n\n"+bench.BeginMarker+"\nold\n"+bench.EndMarker+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	args := []string{"-duration", "20ms", "-reps", "1", "-n", "1,3", "-g", "2", "-contenders", "2", "-retry", "tuned", "-out", out}
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "W2 N=3 G=2 tuned") {
+		t.Errorf("no progress line for W2 N=3:\n%s", stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := string(b)
+	for _, want := range []string{"prose", "### Run of", "cd bench && go run ./cmd/lockbench -duration 20ms", "#### W1", "#### W2"} {
+		if !strings.Contains(file, want) {
+			t.Errorf("%s has no %q:\n%s", out, want, file)
+		}
+	}
+	if strings.Contains(file, "\nold\n") {
+		t.Errorf("the old report was kept:\n%s", file)
+	}
+	if !strings.Contains(file, strings.TrimRight(stdout.String(), "\n")) {
+		t.Errorf("the file's report differs from stdout's")
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-n", "x"},
+		{"-retry", "sometimes"},
+		{"extra"},
+		{"-libs", "nope", "-n", "1"},
+	} {
+		var stdout, stderr strings.Builder
+		if err := run(context.Background(), args, &stdout, &stderr); err == nil {
+			t.Errorf("%q: no error", args)
+		}
+	}
+}

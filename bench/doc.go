@@ -1,0 +1,75 @@
+// Package bench measures this module's lock client side by side with other
+// Redis lock libraries, in one process and one run, against the same local
+// redis-server processes.
+//
+// It lives in a module of its own so that the programs using redlock never
+// download the libraries it is compared with. The command
+// github.com/quorumlock/redlock/bench/cmd/lockbench starts the servers, runs
+// every cell and writes a dated Markdown report; BENCHMARKS.md at the root
+// of the repository keeps the latest.
+//
+// # Libraries
+//
+//   - redlock/go-redis and redlock/rueidis: this module's client through
+//     each adapter (goredisnode.Dial, rueidisnode.Dial), with
+//     Options.DisableQuarantine set, since the servers are fresh and would
+//     otherwise stay out of every quorum for one TTL (restart quarantine).
+//   - redsync: github.com/go-redsync/redsync/v4 over one go-redis v9 client
+//     (pool) per node, with default client options. Each goroutine makes a
+//     Mutex per key once and reuses it.
+//   - bsm/redislock: github.com/bsm/redislock over one go-redis client; it
+//     locks a single node, so it runs only in the N = 1 cells.
+//   - raw go-redis: the floor, a naive Redlock over go-redis: SET key token
+//     NX PX ttl on every node at once (one goroutine per node, no
+//     pipelining, a fresh 16-byte random token per attempt), held with
+//     N/2+1 grants, then EVALSHA compare-and-delete on every node at once.
+//     A failed attempt deletes its token everywhere and is retried after a
+//     random pause of 0.5–1.5 × 50ms (1ms when tuned).
+//
+// # Workloads
+//
+// W1 is uncontended: G goroutines share one client of the library, and
+// each locks and unlocks keys of its own in turn (Lock, then Release, or
+// the library's equivalents), with the library's default settings.
+//
+// W2 is contended: G contenders, each with a client of its own as separate
+// processes would have, lock and unlock one key. A contender waits for the
+// lock with the library's retry behaviour, either as shipped (RetryDefault)
+// or with a low retry delay (RetryTuned); when the library gives up
+// (redsync after its 32 tries, bsm/redislock at once since it does not
+// retry by default) the contender counts a give-up and tries again. Under
+// the lock it reads a shared counter, yields (runtime.Gosched) and writes
+// the value plus one back, so two holders at once lose an update; lost
+// updates are the acquisitions less the counter. It also notes which
+// contender held the lock before, which gives the share of acquisitions
+// that went to another contender than the previous holder (handoff share),
+// those acquisitions per second (cross/s) and the busiest contender's
+// share of all acquisitions.
+//
+// # Measurement
+//
+// A cell runs every library that supports it for Config.Duration, split
+// into Config.Reps slices; the libraries take turns slice by slice, each
+// repetition starting with the next library, so that the drift of a noisy
+// machine hits them alike. Clients are opened and warmed up (connections
+// made, scripts cached) before the first slice.
+//
+//   - ops/s: completed lock+unlock pairs per second of measured time, over
+//     all goroutines. A slice's time runs from the start signal to the end
+//     of the last goroutine, which finishes the call it is in when the
+//     slice ends.
+//   - Latencies: time.Now around each call, recorded in a log-linear
+//     histogram (buckets at most about 3% wide) per goroutine and merged;
+//     percentiles are the middle of their bucket, max is exact. In W1 the
+//     acquire latency is one lock call; in W2 it is the whole wait, from
+//     the end of the contender's previous release (or the start of the
+//     slice) to holding the lock, across give-ups. A wait still going on
+//     when a slice ends is recorded with the time waited so far, a lower
+//     bound, and counted as cut off; so W2 sees waits up to about one
+//     slice long, and a starved contender shows as cut-off waits.
+//   - Allocations: runtime.ReadMemStats (Mallocs, TotalAlloc) before and
+//     after each slice, after a garbage collection, divided by the pairs
+//     completed. This counts everything the process allocated meanwhile:
+//     the library, its Redis client and that client's background
+//     goroutines. The harness itself does not allocate in its loops.
+package bench

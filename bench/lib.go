@@ -1,0 +1,484 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	mathrand "math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/goredisnode"
+	"github.com/quorumlock/redlock/rueidisnode"
+	"github.com/redis/go-redis/v9"
+)
+
+// Retry selects how a library retries a lock that is taken.
+type Retry int
+
+const (
+	// RetryDefault is the library as shipped.
+	RetryDefault Retry = iota
+	// RetryTuned is a low retry delay, Config.TunedDelay, and as many
+	// tries as fit in a TTL.
+	RetryTuned
+)
+
+// String returns "default" or "tuned".
+func (r Retry) String() string {
+	if r == RetryTuned {
+		return "tuned"
+	}
+	return "default"
+}
+
+// The names of the libraries compared.
+const (
+	LibRedlockGoRedis = "redlock/go-redis" // this module's client through goredisnode
+	LibRedlockRueidis = "redlock/rueidis"  // this module's client through rueidisnode
+	LibRedsync        = "redsync"          // github.com/go-redsync/redsync/v4 with go-redis v9 pools
+	LibBSM            = "bsm/redislock"    // github.com/bsm/redislock, single node only
+	LibRaw            = "raw go-redis"     // the naive floor: SET NX PX and EVALSHA delete, in parallel
+)
+
+// Libraries returns the names of every library the harness knows, in the
+// order the tables list them.
+func Libraries() []string {
+	return []string{LibRedlockGoRedis, LibRedlockRueidis, LibRedsync, LibBSM, LibRaw}
+}
+
+// supports reports whether library lib can lock over n nodes.
+func supports(lib string, n int) bool {
+	return lib != LibBSM || n == 1
+}
+
+// rawDefaultDelay is the raw floor's retry delay when it is not tuned: the
+// mean pause between attempts, drawn from [d/2, 3d/2) as the Redis page on
+// distributed locks suggests (a "random delay").
+const rawDefaultDelay = 50 * time.Millisecond
+
+// settings is what a library's client is opened with.
+type settings struct {
+	retry      Retry
+	tunedDelay time.Duration
+	ttl        time.Duration
+}
+
+// A client is one library's client for a set of nodes, as one process
+// would hold it.
+type client interface {
+	// worker returns the state one goroutine needs to lock the given keys
+	// through this client. Everything it needs is allocated here, not
+	// while it runs.
+	worker(keys []string) worker
+	close() error
+}
+
+// A worker locks and unlocks keys for one goroutine.
+type worker interface {
+	// lock obtains keys[i] with the library's retry behaviour. It returns
+	// false and a nil error when the library gave up because the lock is
+	// taken, and an error for anything else.
+	lock(ctx context.Context, i int) (bool, error)
+	// unlock releases the lock the last successful lock obtained.
+	unlock(ctx context.Context) error
+}
+
+// open connects library lib to the servers at addrs ("host:port").
+func open(lib string, addrs []string, s settings) (client, error) {
+	switch lib {
+	case LibRedlockGoRedis, LibRedlockRueidis:
+		return openRedlock(lib, addrs, s)
+	case LibRedsync:
+		return openRedsync(addrs, s), nil
+	case LibBSM:
+		if len(addrs) != 1 {
+			return nil, fmt.Errorf("%s supports a single node only", lib)
+		}
+		return openBSM(addrs[0], s), nil
+	case LibRaw:
+		return openRaw(addrs, s)
+	}
+	return nil, fmt.Errorf("unknown library %q", lib)
+}
+
+// closer is a node or a client that must be closed.
+type closer interface{ Close() error }
+
+func closeAll[T closer](cs []T) error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// --- redlock ---------------------------------------------------------------
+
+type redlockClient struct {
+	c     *redlock.Client
+	nodes []closer
+	ttl   time.Duration
+}
+
+// openRedlock opens this module's client through the adapter lib names,
+// with the restart quarantine off: the servers are fresh, and would
+// otherwise not vote for one TTL.
+func openRedlock(lib string, addrs []string, s settings) (*redlockClient, error) {
+	rc := &redlockClient{ttl: s.ttl}
+	nodes := make([]redlock.Node, 0, len(addrs))
+	for _, a := range addrs {
+		var (
+			n   redlock.Node
+			err error
+		)
+		if lib == LibRedlockRueidis {
+			var rn *rueidisnode.Node
+			rn, err = rueidisnode.Dial("redis://" + a)
+			n = rn
+			if err == nil {
+				rc.nodes = append(rc.nodes, rn)
+			}
+		} else {
+			var gn *goredisnode.Node
+			gn, err = goredisnode.Dial("redis://" + a)
+			n = gn
+			if err == nil {
+				rc.nodes = append(rc.nodes, gn)
+			}
+		}
+		if err != nil {
+			closeAll(rc.nodes)
+			return nil, err
+		}
+		nodes = append(nodes, n)
+	}
+	opts := &redlock.Options{DisableQuarantine: true}
+	if s.retry == RetryTuned {
+		opts.RetryDelay = s.tunedDelay
+	}
+	c, err := redlock.New(nodes, opts)
+	if err != nil {
+		closeAll(rc.nodes)
+		return nil, err
+	}
+	rc.c = c
+	return rc, nil
+}
+
+func (rc *redlockClient) worker(keys []string) worker {
+	return &redlockWorker{c: rc.c, keys: keys, ttl: rc.ttl}
+}
+
+func (rc *redlockClient) close() error { return closeAll(rc.nodes) }
+
+type redlockWorker struct {
+	c    *redlock.Client
+	keys []string
+	ttl  time.Duration
+	held *redlock.Lock
+}
+
+func (w *redlockWorker) lock(ctx context.Context, i int) (bool, error) {
+	l, err := w.c.Lock(ctx, w.keys[i], w.ttl)
+	if err != nil {
+		if errors.Is(err, redlock.ErrTaken) && ctx.Err() == nil {
+			return false, nil // Options.Tries ran out (never, with the defaults)
+		}
+		return false, err
+	}
+	w.held = l
+	return true, nil
+}
+
+func (w *redlockWorker) unlock(ctx context.Context) error {
+	l := w.held
+	w.held = nil
+	return l.Release(ctx)
+}
+
+// --- redsync ---------------------------------------------------------------
+
+type redsyncClient struct {
+	rs      *redsync.Redsync
+	clients []*redis.Client
+	opts    []redsync.Option
+}
+
+// openRedsync opens redsync over one go-redis client (a pool) per node,
+// each with go-redis's default options.
+func openRedsync(addrs []string, s settings) *redsyncClient {
+	rc := &redsyncClient{opts: []redsync.Option{redsync.WithExpiry(s.ttl)}}
+	pools := make([]redsyncredis.Pool, 0, len(addrs))
+	for _, a := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: a})
+		rc.clients = append(rc.clients, c)
+		pools = append(pools, redsyncgoredis.NewPool(c))
+	}
+	if s.retry == RetryTuned {
+		rc.opts = append(rc.opts,
+			redsync.WithRetryDelay(s.tunedDelay),
+			redsync.WithTries(max(1, int(s.ttl/s.tunedDelay))))
+	}
+	rc.rs = redsync.New(pools...)
+	return rc
+}
+
+func (rc *redsyncClient) worker(keys []string) worker {
+	// A Mutex is made once per key and reused for every acquisition, as a
+	// program holding a mutex per resource would; this spares redsync the
+	// allocations of NewMutex in the loop.
+	w := &redsyncWorker{mus: make([]*redsync.Mutex, len(keys))}
+	for i, k := range keys {
+		w.mus[i] = rc.rs.NewMutex(k, rc.opts...)
+	}
+	return w
+}
+
+func (rc *redsyncClient) close() error { return closeAll(rc.clients) }
+
+type redsyncWorker struct {
+	mus  []*redsync.Mutex
+	held *redsync.Mutex
+}
+
+func (w *redsyncWorker) lock(ctx context.Context, i int) (bool, error) {
+	m := w.mus[i]
+	err := m.LockContext(ctx)
+	if err == nil {
+		w.held = m
+		return true, nil
+	}
+	if ctx.Err() == nil && redsyncGaveUp(err) {
+		return false, nil
+	}
+	return false, err
+}
+
+// redsyncGaveUp reports whether err says only that the lock was taken on
+// every try, and no node failed.
+func redsyncGaveUp(err error) bool {
+	var (
+		re        *redsync.RedisError
+		taken     *redsync.ErrTaken
+		nodeTaken *redsync.ErrNodeTaken
+	)
+	if errors.As(err, &re) {
+		return false
+	}
+	return errors.Is(err, redsync.ErrFailed) || errors.As(err, &taken) || errors.As(err, &nodeTaken)
+}
+
+func (w *redsyncWorker) unlock(ctx context.Context) error {
+	m := w.held
+	w.held = nil
+	ok, err := m.UnlockContext(ctx)
+	if err == nil && !ok {
+		err = errors.New("redsync: unlock reported no quorum")
+	}
+	return err
+}
+
+// --- bsm/redislock -----------------------------------------------------------
+
+type bsmClient struct {
+	rc   *redis.Client
+	c    *redislock.Client
+	ttl  time.Duration
+	opts *redislock.Options
+}
+
+// openBSM opens bsm/redislock over one go-redis client with default
+// options. Its default is not to retry; tuned, it retries every
+// Config.TunedDelay (LinearBackoff) until the TTL has passed.
+func openBSM(addr string, s settings) *bsmClient {
+	rc := redis.NewClient(&redis.Options{Addr: addr})
+	c := &bsmClient{rc: rc, c: redislock.New(rc), ttl: s.ttl}
+	if s.retry == RetryTuned {
+		c.opts = &redislock.Options{RetryStrategy: redislock.LinearBackoff(s.tunedDelay)}
+	}
+	return c
+}
+
+func (c *bsmClient) worker(keys []string) worker {
+	return &bsmWorker{c: c, keys: keys}
+}
+
+func (c *bsmClient) close() error { return c.rc.Close() }
+
+type bsmWorker struct {
+	c    *bsmClient
+	keys []string
+	held *redislock.Lock
+}
+
+func (w *bsmWorker) lock(ctx context.Context, i int) (bool, error) {
+	l, err := w.c.c.Obtain(ctx, w.keys[i], w.c.ttl, w.c.opts)
+	if err != nil {
+		if errors.Is(err, redislock.ErrNotObtained) && ctx.Err() == nil {
+			return false, nil
+		}
+		return false, err
+	}
+	w.held = l
+	return true, nil
+}
+
+func (w *bsmWorker) unlock(ctx context.Context) error {
+	l := w.held
+	w.held = nil
+	return l.Release(ctx)
+}
+
+// --- the raw floor -------------------------------------------------------------
+
+// rawRelease deletes KEYS[1] if it holds ARGV[1].
+const rawRelease = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
+
+// rawClient is the floor: what a naive Redlock over go-redis does, with
+// one goroutine per node for each request, no pipelining, and a fresh
+// random token per attempt.
+type rawClient struct {
+	clients []*redis.Client
+	sha     string
+	quorum  int
+	ttlMs   int64
+	delay   time.Duration
+}
+
+func openRaw(addrs []string, s settings) (*rawClient, error) {
+	sum := sha1.Sum([]byte(rawRelease))
+	c := &rawClient{
+		sha:    hex.EncodeToString(sum[:]),
+		quorum: len(addrs)/2 + 1,
+		ttlMs:  s.ttl.Milliseconds(),
+		delay:  rawDefaultDelay,
+	}
+	if s.retry == RetryTuned {
+		c.delay = s.tunedDelay
+	}
+	ctx := context.Background()
+	for _, a := range addrs {
+		rc := redis.NewClient(&redis.Options{Addr: a})
+		c.clients = append(c.clients, rc)
+		if err := rc.ScriptLoad(ctx, rawRelease).Err(); err != nil {
+			closeAll(c.clients)
+			return nil, fmt.Errorf("raw: SCRIPT LOAD on %s: %w", a, err)
+		}
+	}
+	return c, nil
+}
+
+func (c *rawClient) worker(keys []string) worker {
+	return &rawWorker{c: c, keys: keys}
+}
+
+func (c *rawClient) close() error { return closeAll(c.clients) }
+
+type rawWorker struct {
+	c          *rawClient
+	keys       []string
+	key, token string
+}
+
+// lock tries until it holds a quorum or ctx ends, pausing a random time
+// around the retry delay between attempts.
+func (w *rawWorker) lock(ctx context.Context, i int) (bool, error) {
+	key := w.keys[i]
+	for {
+		ok, err := w.try(ctx, key)
+		if ok || err != nil {
+			return ok, err
+		}
+		d := w.c.delay/2 + time.Duration(mathrand.Int64N(int64(w.c.delay)))
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// try makes one attempt: SET NX PX on every node at once; with fewer than
+// a quorum of grants it deletes its token everywhere.
+func (w *rawWorker) try(ctx context.Context, key string) (bool, error) {
+	var b [16]byte
+	rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+
+	type result struct {
+		ok  bool
+		err error
+	}
+	ch := make(chan result, len(w.c.clients))
+	for _, rc := range w.c.clients {
+		go func() {
+			cmd := redis.NewBoolCmd(ctx, "set", key, token, "nx", "px", w.c.ttlMs)
+			_ = rc.Process(ctx, cmd)
+			ok, err := cmd.Result()
+			ch <- result{ok, err}
+		}()
+	}
+	granted := 0
+	var err error
+	for range w.c.clients {
+		r := <-ch
+		if r.ok {
+			granted++
+		} else if r.err != nil && err == nil {
+			err = r.err
+		}
+	}
+	if granted >= w.c.quorum {
+		w.key, w.token = key, token
+		return true, nil
+	}
+	w.release(context.WithoutCancel(ctx), key, token)
+	return false, err
+}
+
+func (w *rawWorker) unlock(ctx context.Context) error {
+	deleted, err := w.release(ctx, w.key, w.token)
+	if err == nil && deleted < w.c.quorum {
+		err = fmt.Errorf("raw: released on %d of %d nodes", deleted, len(w.c.clients))
+	}
+	return err
+}
+
+// release runs the compare-and-delete script on every node at once and
+// returns how many nodes deleted the key.
+func (w *rawWorker) release(ctx context.Context, key, token string) (int, error) {
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		deleted int
+		first   error
+	)
+	for _, rc := range w.c.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := rc.EvalSha(ctx, w.c.sha, []string{key}, token).Int64()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
+			}
+			if n == 1 {
+				deleted++
+			}
+		}()
+	}
+	wg.Wait()
+	return deleted, first
+}

@@ -1,0 +1,358 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"time"
+)
+
+// latencies are the percentiles of one kind of call.
+type latencies struct {
+	P50, P99, Max time.Duration
+}
+
+// A Row is what one library did in one cell.
+type Row struct {
+	Cell    Cell
+	Library string
+	// NA is set when the library cannot run the cell (bsm/redislock with
+	// more than one node); nothing else is then set.
+	NA bool
+
+	Elapsed   time.Duration // measured time, over every slice
+	Ops       uint64        // completed lock+unlock pairs
+	OpsPerSec float64
+	// Acquire is, in W1, one lock call; in W2, a contender's whole wait
+	// across give-ups, including the waits cut off by the end of a slice
+	// at the time waited so far.
+	Acquire latencies
+	Release latencies
+	// AllocsPerOp and BytesPerOp are the heap allocations of the whole
+	// process during the measured slices (runtime.MemStats Mallocs and
+	// TotalAlloc) divided by Ops.
+	AllocsPerOp, BytesPerOp float64
+	GaveUp                  uint64 // acquisitions the library gave up on
+	Errors                  uint64 // any other failure
+	FirstError              string
+
+	// W2 only.
+	Acquisitions uint64  // counted under the lock
+	CutOff       uint64  // waits cut off by the end of a slice
+	Cross        uint64  // acquisitions by another contender than the previous holder
+	CrossPerSec  float64 // Cross per second of measured time
+	HandoffShare float64 // Cross / acquisitions that had a predecessor
+	BusiestShare float64 // the most acquisitions by one contender / all acquisitions
+	LostUpdates  uint64  // increments of the protected counter lost to an overlap
+}
+
+// A Report is the result of a run.
+type Report struct {
+	Started, Finished time.Time
+	Config            Config
+	Machine           Machine
+	// LoadStart and LoadEnd are the load averages at the start and the
+	// end of the run.
+	LoadStart, LoadEnd string
+	// Command is the command that produced the report, for the reader.
+	Command string
+	Rows    []Row
+}
+
+// Find returns the row of lib in cell c.
+func (r *Report) Find(c Cell, lib string) (Row, bool) {
+	for _, row := range r.Rows {
+		if row.Cell == c && row.Library == lib && !row.NA {
+			return row, true
+		}
+	}
+	return Row{}, false
+}
+
+// Failures returns an error for every row with errors, give-ups in W1,
+// or lost updates; nil when there are none.
+func (r *Report) Failures() error {
+	var errs []error
+	for _, row := range r.Rows {
+		if row.NA {
+			continue
+		}
+		if row.Errors > 0 {
+			errs = append(errs, fmt.Errorf("%s %s: %d errors, the first: %s", row.Cell, row.Library, row.Errors, row.FirstError))
+		}
+		if row.Cell.Workload == W1 && row.GaveUp > 0 {
+			errs = append(errs, fmt.Errorf("%s %s: gave up %d times without contention", row.Cell, row.Library, row.GaveUp))
+		}
+		if row.LostUpdates > 0 {
+			errs = append(errs, fmt.Errorf("%s %s: %d lost updates", row.Cell, row.Library, row.LostUpdates))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// A Target is one of the issue's targets, checked against a report.
+type Target struct {
+	Target   string
+	Library  string
+	Measured string
+	Met      bool
+}
+
+// Targets checks the targets of issue 6 for each of this module's adapters
+// whose cells the report holds. A target whose cells were not run is left
+// out.
+func (r *Report) Targets() []Target {
+	var ts []Target
+	w1g64 := Cell{Workload: W1, N: 5, G: 64}
+	w1g1 := Cell{Workload: W1, N: 5, G: 1}
+	w2 := Cell{Workload: W2, N: 5, G: 16, Retry: RetryDefault}
+	for _, ours := range []string{LibRedlockGoRedis, LibRedlockRueidis} {
+		add := func(target, measured string, met bool) {
+			ts = append(ts, Target{Target: target, Library: ours, Measured: measured, Met: met})
+		}
+		if o, ok := r.Find(w1g64, ours); ok {
+			for _, peer := range []struct {
+				lib  string
+				want float64
+			}{{LibRedsync, 3}, {LibRaw, 2.5}} {
+				if p, ok := r.Find(w1g64, peer.lib); ok {
+					x := ratio(o.OpsPerSec, p.OpsPerSec)
+					add(fmt.Sprintf("W1 N=5 G=64: ops/s ≥ %g× %s's", peer.want, peer.lib),
+						fmt.Sprintf("%s× (%.0f vs %.0f)", fmtRatio(x), o.OpsPerSec, p.OpsPerSec), x >= peer.want)
+				}
+			}
+		}
+		if o, ok := r.Find(w1g1, ours); ok {
+			if p, ok := r.Find(w1g1, LibRedsync); ok {
+				add("W1 N=5 G=1: acquire p50 ≤ redsync's",
+					fmt.Sprintf("%s vs %s (%s×)", fmtDur(o.Acquire.P50), fmtDur(p.Acquire.P50), fmtRatio(ratio(float64(o.Acquire.P50), float64(p.Acquire.P50)))),
+					o.Acquire.P50 <= p.Acquire.P50)
+			}
+			peers := ""
+			for _, lib := range []string{LibRedsync, LibRaw} {
+				if p, ok := r.Find(w1g1, lib); ok {
+					peers += fmt.Sprintf("; %s %.1f", lib, p.AllocsPerOp)
+				}
+			}
+			add("N=5: ≤ 40 allocations per lock+unlock (W1 G=1)",
+				fmt.Sprintf("%.1f allocs, %.0f B%s", o.AllocsPerOp, o.BytesPerOp, peers), o.Ops > 0 && o.AllocsPerOp <= 40)
+		}
+		if o, ok := r.Find(w2, ours); ok {
+			if p, ok := r.Find(w2, LibRedsync); ok {
+				x := ratio(o.CrossPerSec, p.CrossPerSec)
+				add("W2 N=5 G=16 default: cross-contender acquisitions/s ≥ 10× redsync's",
+					fmt.Sprintf("%s× (%.1f/s vs %.1f/s)", fmtRatio(x), o.CrossPerSec, p.CrossPerSec), x >= 10)
+				x = ratio(float64(o.Acquire.P99), float64(p.Acquire.P99))
+				add("W2 N=5 G=16 default: acquire p99 ≤ 1/5 of redsync's",
+					fmt.Sprintf("%s vs %s (%s×)", fmtDur(o.Acquire.P99), fmtDur(p.Acquire.P99), fmtRatio(x)),
+					o.Acquisitions > 0 && o.Acquire.P99*5 <= p.Acquire.P99)
+			}
+			fair := 1 / float64(w2.G)
+			add("W2 N=5 G=16 default: no contender above 2× its fair share",
+				fmt.Sprintf("busiest %.1f%% (fair %.2f%%, %.2f× fair)", 100*o.BusiestShare, 100*fair, o.BusiestShare/fair),
+				o.Acquisitions > 0 && o.BusiestShare <= 2*fair)
+		}
+	}
+	var lost, cells uint64
+	for _, row := range r.Rows {
+		if row.Cell.Workload == W2 && !row.NA {
+			lost += row.LostUpdates
+			cells++
+		}
+	}
+	if cells > 0 {
+		ts = append(ts, Target{Target: "zero lost updates in every W2 cell", Library: "all",
+			Measured: fmt.Sprintf("%d lost in %d library-cells", lost, cells), Met: lost == 0})
+	}
+	return ts
+}
+
+// ratio returns a/b, +Inf when only b is 0, and NaN when both are.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		if a == 0 {
+			return math.NaN()
+		}
+		return math.Inf(1)
+	}
+	return a / b
+}
+
+func fmtRatio(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "?"
+	case math.IsInf(x, 1):
+		return "∞"
+	case x >= 100:
+		return fmt.Sprintf("%.0f", x)
+	case x >= 10:
+		return fmt.Sprintf("%.1f", x)
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+// fmtDur formats d with three significant digits or so.
+func fmtDur(d time.Duration) string {
+	num := func(v float64, unit string) string {
+		switch {
+		case v >= 99.95:
+			return fmt.Sprintf("%.0f%s", v, unit)
+		case v >= 9.995:
+			return fmt.Sprintf("%.1f%s", v, unit)
+		}
+		return fmt.Sprintf("%.2f%s", v, unit)
+	}
+	switch {
+	case d <= 0:
+		return "0"
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", int64(d))
+	case d < 999950*time.Nanosecond:
+		return num(float64(d)/1e3, "µs")
+	case d < 999950*time.Microsecond:
+		return num(float64(d)/1e6, "ms")
+	}
+	return num(d.Seconds(), "s")
+}
+
+// progress is the one-line summary of a row printed as the run goes.
+func (row Row) progress() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-17s %-16s %8.0f ops/s  acquire p50 %-7s p99 %-7s release p50 %-7s %6.1f allocs/op",
+		row.Cell, row.Library, row.OpsPerSec, fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Release.P50), row.AllocsPerOp)
+	if row.Cell.Workload == W2 {
+		fmt.Fprintf(&b, "  cross %.1f/s handoff %.0f%% busiest %.1f%% gave-up %d cut-off %d lost %d",
+			row.CrossPerSec, 100*row.HandoffShare, 100*row.BusiestShare, row.GaveUp, row.CutOff, row.LostUpdates)
+	}
+	if row.Errors > 0 {
+		fmt.Fprintf(&b, "  ERRORS %d: %s", row.Errors, row.FirstError)
+	}
+	return b.String()
+}
+
+// Markdown renders the report: when and where it ran, the targets, and a
+// table for each workload.
+func (r *Report) Markdown() string {
+	var b bytes.Buffer
+	cfg := r.Config
+	m := r.Machine
+	fmt.Fprintf(&b, "### Run of %s\n\n", r.Started.UTC().Format("2006-01-02 15:04 MST"))
+	if r.Command != "" {
+		fmt.Fprintf(&b, "- Command: `%s`\n", r.Command)
+	}
+	fmt.Fprintf(&b, "- Machine: %s, %d logical CPUs (GOMAXPROCS %d), %s/%s, kernel %s; %s; redis-server %s; load average %s at the start, %s at the end\n",
+		m.CPU, m.Cores, m.GOMAXPROCS, m.OS, m.Arch, m.Kernel, m.Go, m.Redis, orQ(r.LoadStart), orQ(r.LoadEnd))
+	fmt.Fprintf(&b, "- Each library ran %v per cell in %d interleaved slices of %v; TTL %v; tuned retry delay %v; the run took %v.\n",
+		cfg.Duration, cfg.Reps, cfg.Duration/time.Duration(max(cfg.Reps, 1)), cfg.TTL, cfg.TunedDelay, r.Finished.Sub(r.Started).Round(time.Second))
+
+	if ts := r.Targets(); len(ts) > 0 {
+		b.WriteString("\n#### Targets (issue 6)\n\n| target | library | measured | met |\n|---|---|---|---|\n")
+		for _, t := range ts {
+			met := "**no**"
+			if t.Met {
+				met = "yes"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Target, t.Library, t.Measured, met)
+		}
+	}
+
+	var w1, w2 []Row
+	for _, row := range r.Rows {
+		if row.Cell.Workload == W1 {
+			w1 = append(w1, row)
+		} else {
+			w2 = append(w2, row)
+		}
+	}
+	if len(w1) > 0 {
+		b.WriteString("\n#### W1: uncontended (G goroutines share one client, each on its own keys)\n\n")
+		b.WriteString("| N | G | library | ops/s | × redsync | acquire p50 | p99 | max | release p50 | p99 | allocs/op | B/op | errors |\n")
+		b.WriteString("|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, row := range w1 {
+			c := row.Cell
+			if row.NA {
+				fmt.Fprintf(&b, "| %d | %d | %s | n/a | | | | | | | | | |\n", c.N, c.G, row.Library)
+				continue
+			}
+			vs := ""
+			if p, ok := r.Find(c, LibRedsync); ok {
+				vs = fmtRatio(ratio(row.OpsPerSec, p.OpsPerSec))
+			}
+			fmt.Fprintf(&b, "| %d | %d | %s | %.0f | %s | %s | %s | %s | %s | %s | %.1f | %.0f | %d |\n",
+				c.N, c.G, row.Library, row.OpsPerSec, vs,
+				fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.Max),
+				fmtDur(row.Release.P50), fmtDur(row.Release.P99),
+				row.AllocsPerOp, row.BytesPerOp, row.Errors+row.GaveUp)
+		}
+	}
+	if len(w2) > 0 {
+		b.WriteString("\n#### W2: contended (G contenders, each with its own client, on one key)\n\n")
+		b.WriteString("| N | G | retry | library | ops/s | acquire p50 | p99 | max | release p50 | p99 | allocs/op | B/op | handoff share | cross/s | busiest share | gave up | waits cut off | lost updates | errors |\n")
+		b.WriteString("|--:|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, row := range w2 {
+			c := row.Cell
+			if row.NA {
+				fmt.Fprintf(&b, "| %d | %d | %s | %s | n/a | | | | | | | | | | | | | | |\n", c.N, c.G, c.Retry, row.Library)
+				continue
+			}
+			fmt.Fprintf(&b, "| %d | %d | %s | %s | %.0f | %s | %s | %s | %s | %s | %.1f | %.0f | %.1f%% | %.1f | %.1f%% | %d | %d | %d | %d |\n",
+				c.N, c.G, c.Retry, row.Library, row.OpsPerSec,
+				fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.Max),
+				fmtDur(row.Release.P50), fmtDur(row.Release.P99),
+				row.AllocsPerOp, row.BytesPerOp,
+				100*row.HandoffShare, row.CrossPerSec, 100*row.BusiestShare,
+				row.GaveUp, row.CutOff, row.LostUpdates, row.Errors)
+		}
+	}
+	var errs []string
+	for _, row := range r.Rows {
+		if row.FirstError != "" {
+			errs = append(errs, fmt.Sprintf("- %s %s: %d errors; the first: `%s`", row.Cell, row.Library, row.Errors, row.FirstError))
+		}
+	}
+	if len(errs) > 0 {
+		b.WriteString("\n#### Errors\n\n" + strings.Join(errs, "\n") + "\n")
+	}
+	return b.String()
+}
+
+func orQ(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
+}
+
+// The markers between which WriteSection puts a report.
+const (
+	BeginMarker = "<!-- lockbench:begin -->"
+	EndMarker   = "<!-- lockbench:end -->"
+)
+
+// WriteSection puts section into the file at path between BeginMarker and
+// EndMarker, replacing what was there, so that the text around the markers
+// is kept. A file without the markers gets them, with the section, at its
+// end; a missing file is created with a title.
+func WriteSection(path, section string) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	block := BeginMarker + "\n" + strings.TrimRight(section, "\n") + "\n" + EndMarker
+	text := string(old)
+	i := strings.Index(text, BeginMarker)
+	j := strings.Index(text, EndMarker)
+	switch {
+	case i >= 0 && j > i:
+		text = text[:i] + block + text[j+len(EndMarker):]
+	case len(old) == 0:
+		text = "# Benchmarks\n\n" + block + "\n"
+	default:
+		text = strings.TrimRight(text, "\n") + "\n\n" + block + "\n"
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
+}
