@@ -46,7 +46,8 @@
 // restarts and comes back without its keys does not vote while locks it
 // lost may still be valid (restart quarantine, below, enforces this unless
 // it is disabled), and (c) nodes do not evict lock keys (maxmemory-policy
-// noeviction or volatile-*, never allkeys-*).
+// noeviction: every lock key has an expiry, so volatile-* policies evict
+// them as readily as allkeys-* ones).
 //
 // Liveness: every lock expires, so a crashed owner blocks others for at
 // most its TTL; and locks can be obtained while a majority of the nodes is
@@ -119,9 +120,10 @@
 // see two owners has to check the fencing token itself. Redlock also relies
 // on bounded clock drift: a node's clock jumping forward expires keys early
 // and makes fences jump, so configure NTP to slew rather than step. A node
-// that reloads its keys from an append-only file written with appendfsync
-// everysec may have lost the last second of grants without being
-// quarantined; use appendfsync always or no persistence.
+// that restarts from a snapshot or an append-only file is quarantined like
+// one that comes back empty (it may lack the grants made since the data
+// was saved), unless it restarts within the same second as its last save:
+// LASTSAVE, by which the scripts notice, counts whole seconds.
 //
 // # Errors
 //

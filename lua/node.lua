@@ -2,15 +2,20 @@
 -- starts with. It is prepended to acquire.lua and probe.lua.
 --
 -- The node keeps a small hash, the marker (KEYS[3] in acquire, KEYS[1] in
--- probe), with two fields:
---   start   when this redis-server process started, in microseconds of
---           the node's clock;
---   maxttl  the largest lock TTL, in milliseconds, that any client has
---           used on the node since then.
+-- probe), with three fields:
+--   start     when this redis-server process started, in microseconds of
+--             the node's clock;
+--   maxttl    the largest lock TTL, in milliseconds, that any client has
+--             used on the node since then;
+--   lastsave  the LASTSAVE the marker last saw.
 -- The marker has no expiry. A node that restarts without persistence (or
 -- is flushed) loses it together with its lock keys; the next script finds
 -- it missing and writes it anew, with the process start time read from
--- INFO. That is the only time INFO runs: it is too costly for every call.
+-- INFO. A node that restarts from an RDB snapshot or an append-only file
+-- gets the old marker back, but not the grants made after it was saved:
+-- LASTSAVE, which Redis sets to the time it starts, tells the script to
+-- look again. INFO runs only then, or after a save: it is too costly for
+-- every call.
 
 -- now_us returns the node's clock in microseconds. Microseconds since 1970
 -- are about 1.8e15, below 2^53, so a Lua number (a double) holds them
@@ -21,18 +26,24 @@ local function now_us()
 end
 
 -- marker returns the process start (µs) and the largest TTL (ms) recorded
--- in the marker, writing the marker first if it is missing.
+-- in the marker, writing the marker first if it is missing or may be out
+-- of date.
 local function marker(key, now)
-	local m = redis.call('HMGET', key, 'start', 'maxttl')
+	local m = redis.call('HMGET', key, 'start', 'maxttl', 'lastsave')
 	local start, maxttl = tonumber(m[1]), tonumber(m[2]) or 0
-	if not start then
+	local lastsave = redis.pcall('LASTSAVE')
+	if type(lastsave) ~= 'number' then
+		lastsave = 0 -- a server without LASTSAVE: rely on a missing marker
+	end
+	if not start or tonumber(m[3]) ~= lastsave then
 		-- uptime_in_seconds is rounded down, so this start is at or after
 		-- the true one: the node's age is never overstated. A server
 		-- that does not report its uptime is taken to have just started.
+		-- A start only ever moves forward, which errs on the safe side.
 		local info = redis.pcall('INFO', 'server')
 		local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or 0
-		start = now - up * 1000000
-		redis.call('HSET', key, 'start', string.format('%d', start))
+		start = math.max(start or 0, now - up * 1000000)
+		redis.call('HSET', key, 'start', string.format('%d', start), 'lastsave', lastsave)
 	end
 	return start, maxttl
 end

@@ -132,7 +132,11 @@ func (s *suite) testFences(t *testing.T, n int) {
 // Learning A's TTL relies on the survivor answering B within B's node
 // timeout (see Options.Quarantine); B's is generous so that a stall of
 // this shared machine does not stand for an unreachable survivor.
-func (s *suite) testQuarantine(t *testing.T, disabled bool) {
+//
+// With snapshot, the nodes are saved (SAVE) after their markers exist but
+// before A locks, and the restarted nodes come back from that snapshot:
+// with their markers, without A's keys.
+func (s *suite) testQuarantine(t *testing.T, disabled, snapshot bool) {
 	cl := startCluster(t, 3, false)
 	const ttlA, ttlB = time.Second, 600 * time.Millisecond
 	// The node that survives must have run for longer than A's TTL, as a
@@ -142,6 +146,18 @@ func (s *suite) testQuarantine(t *testing.T, disabled bool) {
 	a := s.quarantineClient(t, cl.urls(), &redlock.Options{})
 	b := s.quarantineClient(t, cl.urls(), &redlock.Options{DisableQuarantine: disabled, NodeTimeout: 500 * time.Millisecond})
 	ctx, key := ctxT(t), keyFor(t)
+	if snapshot {
+		// Write the markers, then save them. (The test harness runs
+		// redis-server with --save "", but a server loads dump.rdb at
+		// start whenever there is one.)
+		st := b.Probe(ctx)
+		for i, srv := range cl.servers {
+			if st[i].Health == redlock.NodeUnreachable {
+				t.Fatalf("node %d unreachable: %v", i, st[i].Err)
+			}
+			srv.MustDo(t, "SAVE")
+		}
+	}
 	la, err := a.TryLock(ctx, key, ttlA)
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +169,9 @@ func (s *suite) testQuarantine(t *testing.T, disabled bool) {
 		}
 		if err := srv.Restart(); err != nil {
 			t.Fatal(err)
+		}
+		if snapshot && srv.MustDo(t, "EXISTS", "redlock:node") != int64(1) {
+			t.Fatal("the restarted node did not load its marker from the snapshot")
 		}
 	}
 	// B tries until A's validity ends. A client library may need a round
