@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// execute runs the command line args, writing to stdout and stderr, and
+// returns the exit status.
+func execute(args []string, stdout, stderr io.Writer) int {
+	// A password given where a URL is not expected could be quoted back
+	// by the flag parser: every password in sight is hidden from the start.
+	for _, a := range append(args, os.Getenv(envNodes)) {
+		registerSecrets(a)
+	}
+	out, errw := &scrubWriter{w: stdout}, &scrubWriter{w: stderr}
+	root := newRootCmd(out, errw)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return exitOK
+	}
+	var e *exitError
+	switch {
+	case errors.As(err, &e) && e.msg != "":
+		fmt.Fprintf(errw, "redlock: %s\n", e.msg)
+	case e == nil:
+		// An error from parsing the command line.
+		fmt.Fprintf(errw, "redlock: %v\n", err)
+	}
+	if exitCode(err) == exitUsage {
+		fmt.Fprintf(errw, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return exitCode(err)
+}
+
+// newRootCmd returns the redlock command with its subcommands.
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	nf := &nodeFlags{}
+	root := &cobra.Command{
+		Use:   "redlock",
+		Short: "Run commands under a Redlock distributed lock, and check its Redis nodes",
+		Long: `redlock runs commands while holding a distributed lock kept on N independent
+Redis masters with the Redlock algorithm, shows who holds a lock, and checks
+whether the nodes are fit for Redlock.
+
+Nodes come from --nodes or the environment variable REDLOCK_NODES: a list of
+URLs separated by commas or spaces,
+
+  redis://[[user]:password@]host[:port][/db]
+  rediss://[[user]:password@]host[:port][/db]     (TLS)
+  unix://[[user]:password@]/path/to/socket[?db=N]
+
+and the default is ` + defaultNodes + `. Use independent masters (no
+replication between them), an odd number of them: 3 survive one failure, 5
+survive two. Characters such as , / ? # @ % in a password must be
+percent-encoded. Passwords are never printed.
+
+Restart quarantine: a node whose redis-server started more recently than the
+longest lock it might have lost does not vote, so a restarted node cannot
+hand out a lock that is still held through the others. Freshly started
+servers are quarantined too, for one TTL. --quarantine sets a floor (use the
+longest TTL any client of these nodes uses); --no-quarantine turns it off,
+which is safe only for nodes with appendonly yes and appendfsync always, or
+nodes nobody has locked anything on before.`,
+		Example: `  export REDLOCK_NODES=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
+  redlock run nightly-report -- ./make-report.sh
+  redlock status nightly-report
+  redlock doctor
+  redlock demo
+
+  # Shell completion, for example for bash:
+  source <(redlock completion bash)`,
+		Version:           versionString(),
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		DisableAutoGenTag: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetVersionTemplate("redlock {{.Version}}\n")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usagef("%v", err)
+	})
+	pf := root.PersistentFlags()
+	pf.Var((*urlList)(&nf.nodes), "nodes", "the Redis nodes: URLs separated by commas (default $"+envNodes+", else "+defaultNodes+")")
+	pf.DurationVar(&nf.quarantine, "quarantine", 0, "least restart quarantine: a node started more recently than this does not vote (default: learned from the TTLs in use)")
+	pf.BoolVar(&nf.noQuarantine, "no-quarantine", false, "let nodes vote however recently they started (only for appendfsync always, or nodes nobody locked on before)")
+	root.RegisterFlagCompletionFunc("nodes", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"redis://", "rediss://", "unix://"}, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
+	})
+
+	root.AddCommand(newRunCmd(nf), newStatusCmd(nf), newDoctorCmd(nf), newDemoCmd(nf))
+	return root
+}
+
+// urlList is the value of --nodes: every use adds to the list.
+type urlList []string
+
+func (l *urlList) String() string {
+	// The URLs may hold passwords; the help text must not show them.
+	shown := make([]string, len(*l))
+	for i, u := range *l {
+		shown[i] = shownURL(u)
+	}
+	return strings.Join(shown, ",")
+}
+
+func (l *urlList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+func (l *urlList) Type() string { return "URLs" }
+
+// noArgsCompletion completes nothing: for arguments such as lock keys.
+func noArgsCompletion(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return nil, cobra.ShellCompDirectiveNoFileComp
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+// A node that nothing listens on: usage errors must be found before any
+// connection is needed.
+const deadNode = "--nodes=redis://127.0.0.1:1"
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, ""}, // prints help, exits 0: checked below
+		{[]string{"no-such-command"}, `unknown command "no-such-command"`},
+		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{[]string{"run"}, "missing KEY and COMMAND"},
+		{[]string{"run", "k"}, "missing COMMAND"},
+		{[]string{"run", "k", "--"}, "missing COMMAND"},
+		{[]string{"run", "--ttl", "0s", deadNode, "k", "--", "true"}, "--ttl 0s must be positive"},
+		{[]string{"run", "--ttl", "1ms", deadNode, "k", "--", "true"}, "TTL 1ms"},
+		{[]string{"run", "--ttl", "soon", "k", "--", "true"}, `invalid argument "soon" for "--ttl"`},
+		{[]string{"run", "--wait", "-1s", deadNode, "k", "--", "true"}, "--wait -1s is negative"},
+		{[]string{"run", "--kill-grace", "-1s", deadNode, "k", "--", "true"}, "--kill-grace -1s is negative"},
+		{[]string{"run", "--nodes", "ftp://127.0.0.1:1", "k", "--", "true"}, "invalid URL"},
+		{[]string{"run", "--nodes", " , ", "k", "--", "true"}, "no node URLs in --nodes"},
+		{[]string{"run", "--nodes", "redis://127.0.0.1:1,redis://127.0.0.1:1", "k", "--", "true"}, "given twice"},
+		{[]string{"run", "--quarantine", "1s", "--no-quarantine", deadNode, "k", "--", "true"}, "contradict"},
+		{[]string{"run", deadNode, "redlock:node", "--", "true"}, "reserved"},
+		{[]string{"status"}, "exactly one KEY"},
+		{[]string{"status", "a", "b"}, "exactly one KEY"},
+		{[]string{"status", deadNode, "redlock:fence:x"}, "reserved"},
+		{[]string{"status", "--timeout", "0s", deadNode, "k"}, "--timeout 0s must be positive"},
+		{[]string{"doctor", "extra"}, "doctor takes no arguments"},
+		{[]string{"demo", "--workers", "0"}, "at least one worker"},
+		{[]string{"demo", "--ttl", "1ms"}, "--ttl"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			r := run(t, tc.args...)
+			if len(tc.args) == 0 {
+				expect(t, r, 0, "Usage:", "Available Commands:")
+				return
+			}
+			expect(t, r, exitUsage, "redlock: ", tc.want, "--help' for usage")
+		})
+	}
+}
+
+func TestVersionHelpAndCompletion(t *testing.T) {
+	t.Parallel()
+	r := run(t, "--version")
+	expect(t, r, 0, "redlock ")
+	if strings.Count(strings.TrimSpace(r.stdout), "\n") != 0 {
+		t.Fatalf("--version prints more than a line:\n%s", r)
+	}
+	for _, cmd := range []string{"", "run", "status", "doctor", "demo"} {
+		args := strings.Fields(cmd + " --help")
+		r := run(t, args...)
+		expect(t, r, 0, "Usage:", "Examples:")
+	}
+	expect(t, run(t, "run", "--help"), 0, "REDLOCK_FENCE", "--kill-grace", "--no-quarantine", "75", "76", "69")
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		r := run(t, "completion", shell)
+		expect(t, r, 0, "redlock")
+		if len(r.stdout) < 200 {
+			t.Fatalf("completion %s is too short:\n%s", shell, r)
+		}
+	}
+	// The completion script's helper completes subcommands and flags.
+	r = run(t, "__complete", "st")
+	expect(t, r, 0, "status")
+	r = run(t, "__complete", "run", "--k")
+	expect(t, r, 0, "--kill-grace")
+}
+
+// A password in a node URL never appears in any output: not from run,
+// status or doctor, not in errors, not from REDLOCK_NODES.
+func TestPasswordsNeverPrinted(t *testing.T) {
+	t.Parallel()
+	const secret = "s3cr3t-Pa55"
+	srv := redistest.Start(t, redistest.Config{})
+	srv.MustDo(t, "ACL", "SETUSER", "alice", "on", ">"+secret, "~*", "&*", "+@all")
+	good := "redis://alice:" + secret + "@" + srv.Addr()
+	wrong := "redis://alice:" + secret + "x@" + srv.Addr()
+	bad := "redis://alice:" + secret + "@" + srv.Addr() + ":notaport"
+
+	var all []result
+	check := func(code int, r result, want ...string) {
+		t.Helper()
+		expect(t, r, code, want...)
+		all = append(all, r)
+	}
+	check(0, run(t, "run", "--no-quarantine", "--nodes", good, "pw", "--", "echo", "ran"), "ran")
+	// The run recorded its TTL on the fresh server, which is therefore in
+	// quarantine for a client that has it on.
+	check(0, run(t, "status", "--no-quarantine", "--nodes", good, "pw"), "FREE")
+	check(0, run(t, "status", "--json", "--nodes", good, "pw"), `"state": "free"`, "quarantined")
+	check(0, run(t, "doctor", "--no-quarantine", "--nodes", good), "HEALTHY", "redis://xxxxx@")
+	check(0, run(t, "doctor", "--no-quarantine", "--json", "--nodes", good), `"verdict": "healthy"`)
+	check(0, runIn(t, t.TempDir(), []string{"REDLOCK_NODES=" + good}, "doctor", "--no-quarantine"), "HEALTHY")
+	check(exitUnavailable, run(t, "run", "--no-quarantine", "--wait", "0s", "--nodes", wrong, "pw", "--", "true"), "WRONGPASS")
+	check(exitUnavailable, run(t, "status", "--nodes", wrong, "pw"), "WRONGPASS")
+	check(exitNoQuorum, run(t, "doctor", "--nodes", wrong), "WRONGPASS")
+	check(exitUsage, run(t, "run", "--nodes", bad, "pw", "--", "true"), "invalid URL")
+	check(exitUsage, run(t, "status", "--nodes", bad, "pw"), "invalid URL")
+	check(exitUsage, run(t, "doctor", "--nodes", bad), "invalid URL")
+	check(0, run(t, "run", "--help", "--nodes", good), "Usage:")
+	check(exitUsage, run(t, "run", "--ttl", good, "pw", "--", "true"), "invalid argument")
+	check(exitUsage, run(t, "status", "--nodes", good, "--timeout="+bad, "pw"), "invalid argument")
+	for _, r := range all {
+		if strings.Contains(r.stdout+r.stderr, secret) || strings.Contains(r.stdout+r.stderr, "s3cr3t") {
+			t.Fatalf("the password was printed:\n%s", r)
+		}
+	}
+}

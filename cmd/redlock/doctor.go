@@ -1,0 +1,419 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+)
+
+type doctorFlags struct {
+	json    bool
+	timeout time.Duration
+}
+
+func newDoctorCmd(nf *nodeFlags) *cobra.Command {
+	df := &doctorFlags{}
+	cmd := &cobra.Command{
+		Use:   "doctor [flags]",
+		Short: "Check whether the nodes are fit for Redlock",
+		Long: `Doctor checks every node and says whether a quorum of healthy nodes exists.
+
+For each node it reports whether it is reachable and its round-trip time;
+the Redis version; its role (Redlock wants independent masters: a replica,
+or a master with replicas, is a warning); persistence (appendonly and
+appendfsync, RDB snapshots), which decides whether a restarted node may
+vote at once; the maxmemory-policy (an allkeys-* policy can evict lock keys
+and is an error; volatile-* can evict them too, as every lock key has an
+expiry); its clock offset against this machine (from TIME); its uptime; and
+whether it is in restart quarantine. Nodes that are the same server under
+two URLs are an error: that server would vote twice.
+
+A node is healthy when it is reachable, can vote and has no errors.
+
+Exit status: 0 when every node is healthy and nothing needs attention, 1 when
+a quorum of healthy nodes exists but something needs attention, 2 when no
+quorum of healthy nodes exists, 64 for usage errors.`,
+		Example: `  redlock doctor
+  redlock doctor --nodes redis://a:6379,redis://b:6379,redis://c:6379
+  redlock doctor --json | jq '.nodes[] | {node, healthy}'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 0 {
+				return usagef("doctor takes no arguments; name the nodes with --nodes")
+			}
+			return nil
+		},
+		ValidArgsFunction: noArgsCompletion,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDoctor(cmd.Context(), cmd.OutOrStdout(), nf, df)
+		},
+	}
+	cmd.Flags().BoolVar(&df.json, "json", false, "print the report as JSON")
+	cmd.Flags().DurationVar(&df.timeout, "timeout", 2*time.Second, "how long to wait for each node")
+	return cmd
+}
+
+// Finding levels, from good to bad.
+const (
+	levelOK    = "ok"
+	levelInfo  = "info"
+	levelWarn  = "warn"
+	levelError = "error"
+)
+
+// A finding is the result of one check on one node.
+type finding struct {
+	Level   string `json:"level"` // ok, info, warn, error
+	Check   string `json:"check"`
+	Message string `json:"message"`
+}
+
+// A nodeReport is what doctor found on one node.
+type nodeReport struct {
+	Node             string     `json:"node"`
+	URL              string     `json:"url"` // without user information
+	Reachable        bool       `json:"reachable"`
+	LatencyMicros    int64      `json:"latency_us,omitempty"`
+	Version          string     `json:"version,omitempty"`
+	Role             string     `json:"role,omitempty"`
+	Master           string     `json:"master,omitempty"` // a replica's master
+	Replicas         int        `json:"replicas"`
+	AppendOnly       string     `json:"appendonly,omitempty"`
+	AppendFsync      string     `json:"appendfsync,omitempty"`
+	Save             *string    `json:"save,omitempty"`
+	MaxmemoryPolicy  string     `json:"maxmemory_policy,omitempty"`
+	Maxmemory        int64      `json:"maxmemory"`
+	ClockOffsetMilli float64    `json:"clock_offset_ms"`
+	UptimeSeconds    int64      `json:"uptime_s,omitempty"`
+	RunID            string     `json:"run_id,omitempty"`
+	State            string     `json:"state"` // healthy, quarantined, unreachable
+	QuarantinedUntil *time.Time `json:"quarantined_until,omitempty"`
+	Healthy          bool       `json:"healthy"`
+	Findings         []finding  `json:"findings"`
+}
+
+// A doctorReport is the whole output of doctor.
+type doctorReport struct {
+	Nodes   []nodeReport `json:"nodes"`
+	Quorum  int          `json:"quorum"`
+	Healthy int          `json:"healthy"`
+	Verdict string       `json:"verdict"` // healthy, degraded, failing
+	Summary string       `json:"summary"`
+}
+
+func (n *nodeReport) add(level, check, format string, args ...any) {
+	n.Findings = append(n.Findings, finding{Level: level, Check: check, Message: fmt.Sprintf(format, args...)})
+}
+
+func (n *nodeReport) has(level string) bool {
+	for _, f := range n.Findings {
+		if f.Level == level {
+			return true
+		}
+	}
+	return false
+}
+
+func runDoctor(ctx context.Context, w io.Writer, nf *nodeFlags, df *doctorFlags) error {
+	if df.timeout <= 0 {
+		return usagef("--timeout %v must be positive", df.timeout)
+	}
+	opts, err := nf.options()
+	if err != nil {
+		return err
+	}
+	opts.ReleaseTimeout = df.timeout
+	urls, err := nf.urls()
+	if err != nil {
+		return err
+	}
+	ns, err := openNodes(urls)
+	if err != nil {
+		return err
+	}
+	defer ns.close()
+	c, err := ns.client(opts)
+	if err != nil {
+		return err
+	}
+	clients := make([]*redis.Client, len(urls))
+	for i, u := range urls {
+		if clients[i], err = adminClient(u, df.timeout); err != nil {
+			return err
+		}
+		defer clients[i].Close()
+	}
+
+	rep := &doctorReport{Quorum: c.Quorum(), Nodes: make([]nodeReport, len(urls))}
+	var states []redlock.NodeState
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		states = c.Probe(ctx)
+	}()
+	for i := range urls {
+		rep.Nodes[i].Node, rep.Nodes[i].URL = ns.names[i], shownURL(urls[i])
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			examine(ctx, clients[i], df.timeout, &rep.Nodes[i])
+		}()
+	}
+	wg.Wait()
+	judge(rep, states, time.Now())
+
+	if df.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return &exitError{code: exitSoftware, err: err, msg: err.Error()}
+		}
+	} else {
+		printDoctor(w, rep)
+	}
+	switch rep.Verdict {
+	case "healthy":
+		return nil
+	case "degraded":
+		return silentExit(exitFailure)
+	}
+	return silentExit(exitNoQuorum)
+}
+
+// examine runs the checks that need the node's own answers.
+func examine(ctx context.Context, rc *redis.Client, timeout time.Duration, n *nodeReport) {
+	ctx, cancel := context.WithTimeout(ctx, 3*timeout)
+	defer cancel()
+
+	// Reachability and round trip: the best of three PINGs.
+	var best time.Duration
+	for i := 0; i < 3; i++ {
+		t0 := time.Now()
+		if err := rc.Ping(ctx).Err(); err != nil {
+			n.add(levelError, "reachable", "unreachable: %v", err)
+			return
+		}
+		if d := time.Since(t0); i == 0 || d < best {
+			best = d
+		}
+	}
+	n.Reachable, n.LatencyMicros = true, best.Microseconds()
+	if best > 100*time.Millisecond {
+		n.add(levelWarn, "reachable", "reachable, but slow: round trip %v; each node has at most a tenth of the TTL (250ms at most) to answer", roundDur(best))
+	} else {
+		n.add(levelOK, "reachable", "round trip %v", best.Round(time.Microsecond))
+	}
+
+	info := map[string]string{}
+	for _, section := range []string{"server", "replication", "memory", "persistence"} {
+		s, err := rc.Info(ctx, section).Result()
+		if err != nil {
+			n.add(levelWarn, "info", "INFO %s failed: %v", section, err)
+			continue
+		}
+		for k, v := range parseInfo(s) {
+			info[k] = v
+		}
+	}
+	n.RunID = info["run_id"]
+
+	// Version.
+	n.Version = info["redis_version"]
+	switch major, _, _ := strings.Cut(n.Version, "."); {
+	case n.Version == "":
+		n.add(levelWarn, "version", "the server did not say its version")
+	case atoi(major) < 7:
+		n.add(levelWarn, "version", "Redis %s: redlock is tested with Redis 7 and later", n.Version)
+	default:
+		n.add(levelOK, "version", "Redis %s", n.Version)
+	}
+
+	// Role.
+	n.Role = info["role"]
+	n.Replicas = int(atoi(info["connected_slaves"]))
+	switch {
+	case n.Role == "slave":
+		n.Master = info["master_host"] + ":" + info["master_port"]
+		n.add(levelWarn, "role", "a replica of %s: Redlock wants independent masters; a replica is read-only and cannot grant locks, and a lock node must not replicate another", n.Master)
+	case n.Replicas > 0:
+		n.add(levelWarn, "role", "a master with %d replica(s): Redlock wants independent masters; a failover to a replica loses the locks it had not received yet", n.Replicas)
+	case n.Role == "master":
+		n.add(levelOK, "role", "an independent master (no replicas)")
+	default:
+		n.add(levelWarn, "role", "unknown role %q", n.Role)
+	}
+
+	// Persistence.
+	n.AppendOnly = "no"
+	if info["aof_enabled"] == "1" {
+		n.AppendOnly = "yes"
+	}
+	cfg, cfgErr := configGet(ctx, rc, "appendfsync", "save")
+	if cfgErr == nil {
+		n.AppendFsync = cfg["appendfsync"]
+		if save, ok := cfg["save"]; ok {
+			n.Save = &save
+		}
+	}
+	switch {
+	case n.AppendOnly == "yes" && cfgErr != nil:
+		n.add(levelInfo, "persistence", "appendonly yes; appendfsync unknown (CONFIG GET failed: %v): only appendfsync always keeps every grant across a crash", cfgErr)
+	case n.AppendOnly == "yes" && n.AppendFsync == "always":
+		n.add(levelOK, "persistence", "appendonly yes, appendfsync always: lock keys survive restarts (--no-quarantine is safe for this node)")
+	case n.AppendOnly == "yes":
+		n.add(levelWarn, "persistence", "appendonly yes, appendfsync %s: after a crash the node reloads its keys without the last grants and votes again at once, out of quarantine; use appendfsync always, or no persistence", n.AppendFsync)
+	case cfgErr != nil:
+		n.add(levelInfo, "persistence", "appendonly no; RDB snapshots unknown (CONFIG GET failed: %v)", cfgErr)
+	case n.Save != nil && strings.TrimSpace(*n.Save) != "":
+		n.add(levelWarn, "persistence", "appendonly no, RDB snapshots (save %q): after a crash the node reloads an old snapshot without the grants made since and votes again at once, out of quarantine; use appendonly yes with appendfsync always, or no persistence at all", *n.Save)
+	default:
+		n.add(levelOK, "persistence", "none: a restarted node comes back empty and sits out its restart quarantine (keep quarantine on)")
+	}
+
+	// Eviction.
+	n.MaxmemoryPolicy = info["maxmemory_policy"]
+	n.Maxmemory = atoi(info["maxmemory"])
+	limit := "maxmemory " + info["maxmemory_human"]
+	if n.Maxmemory == 0 {
+		limit = "no maxmemory set now, but one may be set at any time"
+	}
+	switch p := n.MaxmemoryPolicy; {
+	case p == "":
+		n.add(levelWarn, "eviction", "the server did not say its maxmemory-policy")
+	case strings.HasPrefix(p, "allkeys-"):
+		n.add(levelError, "eviction", "maxmemory-policy %s can evict lock keys, handing a held lock to another (%s): use noeviction", p, limit)
+	case strings.HasPrefix(p, "volatile-"):
+		n.add(levelWarn, "eviction", "maxmemory-policy %s can evict lock keys, which all have an expiry (%s): use noeviction", p, limit)
+	default:
+		n.add(levelOK, "eviction", "maxmemory-policy %s: lock keys are never evicted", p)
+	}
+
+	// Clock.
+	t0 := time.Now()
+	if nt, err := rc.Time(ctx).Result(); err != nil {
+		n.add(levelWarn, "clock", "TIME failed: %v", err)
+	} else {
+		rtt := time.Since(t0)
+		off := nt.Sub(t0.Add(rtt / 2))
+		n.ClockOffsetMilli = float64(off.Microseconds()) / 1000
+		abs := max(off, -off)
+		switch {
+		case abs >= 500*time.Millisecond:
+			n.add(levelWarn, "clock", "clock offset %+.1fms against this machine: fencing tokens assume node clocks agree to well within the TTL; check NTP", n.ClockOffsetMilli)
+		default:
+			n.add(levelOK, "clock", "clock offset %+.1fms against this machine (±%v)", n.ClockOffsetMilli, (rtt / 2).Round(time.Microsecond))
+		}
+	}
+
+	// Uptime.
+	n.UptimeSeconds = atoi(info["uptime_in_seconds"])
+	n.add(levelInfo, "uptime", "up %v", (time.Duration(n.UptimeSeconds) * time.Second).String())
+}
+
+// judge adds the checks that need every node and the lock client's view,
+// and gives the verdict.
+func judge(rep *doctorReport, states []redlock.NodeState, now time.Time) {
+	seen := map[string]int{}
+	for i := range rep.Nodes {
+		n := &rep.Nodes[i]
+		if n.RunID != "" {
+			if j, dup := seen[n.RunID]; dup {
+				n.add(levelError, "independence", "the same Redis server as %s (run_id %s): it would vote twice", rep.Nodes[j].Node, n.RunID)
+			} else {
+				seen[n.RunID] = i
+			}
+		}
+		s := states[i]
+		n.State = s.Health.String()
+		switch s.Health {
+		case redlock.NodeHealthy:
+			n.add(levelOK, "quarantine", "votes: out of restart quarantine")
+		case redlock.NodeQuarantined:
+			until := s.Until
+			n.QuarantinedUntil = &until
+			n.add(levelWarn, "quarantine", "quarantined until %s (%v more): its server started %v ago, and it does not vote until it has run longer than the longest lock it may have lost (largest TTL used on it: %v)",
+				until.Format("15:04:05"), roundDur(until.Sub(now)), roundDur(s.Age), s.MaxTTL)
+		default:
+			if n.Reachable {
+				n.add(levelError, "scripts", "cannot run the lock scripts: %s", describeErr(s.Err))
+			}
+		}
+		n.Healthy = n.Reachable && s.Health == redlock.NodeHealthy && !n.has(levelError)
+		if n.Healthy {
+			rep.Healthy++
+		}
+	}
+	attention := false
+	for _, n := range rep.Nodes {
+		attention = attention || !n.Healthy || n.has(levelWarn)
+	}
+	switch {
+	case rep.Healthy < rep.Quorum:
+		rep.Verdict = "failing"
+		rep.Summary = fmt.Sprintf("NO QUORUM: %d of %d nodes healthy, %d needed; locks cannot be had safely", rep.Healthy, len(rep.Nodes), rep.Quorum)
+	case attention:
+		rep.Verdict = "degraded"
+		rep.Summary = fmt.Sprintf("USABLE WITH WARNINGS: %d of %d nodes healthy, quorum %d; see the warnings and errors above", rep.Healthy, len(rep.Nodes), rep.Quorum)
+	default:
+		rep.Verdict = "healthy"
+		rep.Summary = fmt.Sprintf("HEALTHY: %d of %d nodes healthy, quorum %d", rep.Healthy, len(rep.Nodes), rep.Quorum)
+	}
+	if len(rep.Nodes)%2 == 0 {
+		rep.Summary += fmt.Sprintf("; note: %d nodes survive as many failures as %d, use an odd number", len(rep.Nodes), len(rep.Nodes)-1)
+	}
+}
+
+func printDoctor(w io.Writer, rep *doctorReport) {
+	fmt.Fprintf(w, "redlock doctor: %d node(s), quorum %d\n", len(rep.Nodes), rep.Quorum)
+	for _, n := range rep.Nodes {
+		fmt.Fprintf(w, "\n%s  %s\n", n.Node, n.URL)
+		for _, f := range n.Findings {
+			fmt.Fprintf(w, "  %-5s  %-12s %s\n", strings.ToUpper(f.Level), f.Check, f.Message)
+		}
+	}
+	fmt.Fprintf(w, "\nverdict: %s\n", rep.Summary)
+}
+
+// parseInfo parses the reply of INFO into its fields.
+func parseInfo(s string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// configGet returns the values of CONFIG GET for the given parameters.
+func configGet(ctx context.Context, rc *redis.Client, params ...string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range params {
+		m, err := rc.ConfigGet(ctx, p).Result()
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+func atoi(s string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	return n
+}

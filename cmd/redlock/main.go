@@ -1,0 +1,19 @@
+// Command redlock runs commands while holding a Redlock distributed lock,
+// and shows and checks the Redis nodes that the locks live on.
+//
+//	redlock run [flags] KEY -- COMMAND [ARGS...]   run COMMAND while holding KEY
+//	redlock status KEY                             who holds KEY, node by node
+//	redlock doctor                                 check the nodes for Redlock
+//	redlock demo                                   see the algorithm at work
+//
+// The nodes come from --nodes or the environment variable REDLOCK_NODES,
+// a comma-separated list of redis://, rediss:// and unix:// URLs; the
+// default is redis://127.0.0.1:6379. Run "redlock help COMMAND" for the
+// flags and exit statuses of each command.
+package main
+
+import "os"
+
+func main() {
+	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
+}
