@@ -127,10 +127,10 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		nodes:  append([]Node(nil), nodes...),
-		quorum: len(nodes)/2 + 1,
-		opts:   o,
-		log:    o.Logger,
+		nodes:    append([]Node(nil), nodes...),
+		quorum:   len(nodes)/2 + 1,
+		opts:     o,
+		log:      o.Logger,
 		states:   make([]NodeState, len(nodes)),
 		gates:    make(map[string]*gate),
 		handoffs: make(map[string]time.Time),
