@@ -1,0 +1,345 @@
+package faulttest
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// A Kind is a kind of violation.
+type Kind string
+
+// The violations Check finds.
+const (
+	// Overlap: two acquisitions of one key, with different tokens, whose
+	// holding intervals overlap. An acquisition holds from its Return to
+	// the end of validity it claims (moved by each successful extension
+	// from that extension's return on), cut short by the call of Release
+	// or by an extension that reported the lock lost.
+	Overlap Kind = "overlap"
+	// Quorum: a sample of a held lock, taken within its claimed validity,
+	// found more than N−quorum nodes that answered and do not hold the
+	// lock's token until the claimed end. Nodes that were killed or
+	// restarted since the call started are not counted: losing keys to a
+	// crash is what restart quarantine is for.
+	Quorum Kind = "quorum"
+	// Fence: an acquisition whose fence is not greater than the fence of
+	// every acquisition of the same key that returned before it.
+	Fence Kind = "fence"
+	// Leftover: after a call returned, a node still held the token of one
+	// of its failed rounds. Not counted are late grants (see LateGrants)
+	// and nodes that could otherwise have received a command after its
+	// clean-up: those with a process or link fault injected or healed
+	// while the call ran, or paused when it started.
+	Leftover Kind = "leftover"
+	// Quiescence: a lock key still on a node once the run was over, every
+	// fault healed and every TTL passed.
+	Quiescence Kind = "quiescence"
+)
+
+// Kinds lists every kind of violation, in the order reports use.
+var Kinds = []Kind{Overlap, Quorum, Fence, Leftover, Quiescence}
+
+// A Violation is one breach of a property that Check found in a history.
+type Violation struct {
+	Kind   Kind   `json:"kind"`
+	Key    string `json:"key"`
+	Ops    []int  `json:"ops,omitempty"` // the IDs of the acquisitions involved
+	At     Mono   `json:"at"`
+	Detail string `json:"detail"`
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s on %q at %v (ops %v): %s", v.Kind, v.Key, v.At, v.Ops, v.Detail)
+}
+
+// Check judges a finished history and returns every violation it finds, in
+// the order of Kinds and then of time.
+func Check(h *History) []Violation {
+	var vs []Violation
+	vs = append(vs, checkOverlap(h)...)
+	vs = append(vs, checkQuorum(h)...)
+	vs = append(vs, checkFences(h)...)
+	vs = append(vs, checkLeftovers(h)...)
+	vs = append(vs, checkFinal(h)...)
+	return vs
+}
+
+// Count returns how many violations of each kind vs holds.
+func Count(vs []Violation) map[Kind]int {
+	n := make(map[Kind]int)
+	for _, v := range vs {
+		n[v.Kind]++
+	}
+	return n
+}
+
+// A segment is a stretch of time during which an acquisition claims to
+// hold its lock.
+type segment struct {
+	op       *Op
+	from, to Mono
+}
+
+// held returns the stretches during which op claims to hold its lock: from
+// its return to its claimed end, then from each successful extension's
+// return to the end that extension claims; all of it cut at the call of
+// Release and at an extension that found the lock lost.
+func held(op *Op) []segment {
+	if !op.OK {
+		return nil
+	}
+	end := Mono(1<<63 - 1)
+	if op.Release != nil {
+		end = op.Release.Call
+	}
+	var segs []segment
+	from, until := op.Return, op.Until
+	for _, e := range op.Extends {
+		if e.Lost {
+			end = min(end, e.Return)
+		}
+		if !e.OK {
+			continue
+		}
+		segs = append(segs, segment{op, from, min(until, e.Return)})
+		from, until = e.Return, e.Until
+	}
+	segs = append(segs, segment{op, from, until})
+	out := segs[:0]
+	for _, s := range segs {
+		s.to = min(s.to, end)
+		if s.to > s.from {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// claimAt returns the end of validity op claims at moment t, and false if
+// at t it does not claim to hold the lock at all (not yet returned,
+// released, or seen lost).
+func claimAt(op *Op, t Mono) (Mono, bool) {
+	for _, s := range held(op) {
+		if s.from <= t && t < s.to {
+			until := op.Until
+			for _, e := range op.Extends {
+				if e.OK && e.Return <= t {
+					until = e.Until
+				}
+			}
+			return until, true
+		}
+	}
+	return 0, false
+}
+
+// byKey groups the successful acquisitions by key.
+func byKey(h *History) map[string][]*Op {
+	m := make(map[string][]*Op)
+	for _, op := range h.Ops {
+		if op.OK {
+			m[op.Key] = append(m[op.Key], op)
+		}
+	}
+	return m
+}
+
+func checkOverlap(h *History) []Violation {
+	var vs []Violation
+	for key, ops := range byKey(h) {
+		var segs []segment
+		for _, op := range ops {
+			segs = append(segs, held(op)...)
+		}
+		slices.SortFunc(segs, func(a, b segment) int { return cmp.Compare(a.from, b.from) })
+		// A sweep: active holds the segments that have begun and not
+		// ended. With no violation it holds at most one other holder.
+		var active []segment
+		for _, s := range segs {
+			active = slices.DeleteFunc(active, func(a segment) bool { return a.to <= s.from })
+			for _, a := range active {
+				if a.op.Token == s.op.Token {
+					continue
+				}
+				vs = append(vs, Violation{Kind: Overlap, Key: key, Ops: []int{a.op.ID, s.op.ID}, At: s.from,
+					Detail: fmt.Sprintf("%s holds from %v to %v and %s from %v to %v: both for %v",
+						a.op.Client, a.from, a.to, s.op.Client, s.from, s.to, time.Duration(min(a.to, s.to)-s.from))})
+			}
+			active = append(active, s)
+		}
+	}
+	return sortViolations(vs)
+}
+
+func checkQuorum(h *History) []Violation {
+	var vs []Violation
+	for _, op := range h.Ops {
+		for _, p := range op.Probes {
+			at := p.At()
+			claim, holding := claimAt(op, at)
+			if !holding || claim <= at {
+				continue
+			}
+			var short []string
+			for _, n := range p.Nodes {
+				if !n.Reached || crashed(h, n.Node, op.Start, at) {
+					continue
+				}
+				switch {
+				case n.Value != op.Token:
+					short = append(short, fmt.Sprintf("node %d holds %s", n.Node, valueOrNone(n.Value)))
+				case n.Expires != 0 && n.Expires < claim:
+					short = append(short, fmt.Sprintf("node %d's key expires at %v, %v early", n.Node, n.Expires, time.Duration(claim-n.Expires)))
+				}
+			}
+			if len(short) > h.Nodes-h.Quorum {
+				vs = append(vs, Violation{Kind: Quorum, Key: op.Key, Ops: []int{op.ID}, At: at,
+					Detail: fmt.Sprintf("%s claims the lock until %v but %d of %d nodes do not hold it that long (at most %d may not): %s",
+						op.Client, claim, len(short), h.Nodes, h.Nodes-h.Quorum, strings.Join(short, "; "))})
+			}
+		}
+	}
+	return sortViolations(vs)
+}
+
+// crashed reports whether node was killed or restarted between from and to.
+func crashed(h *History, node int, from, to Mono) bool {
+	for _, f := range h.Faults {
+		if f.Node == node && (f.Kind == FaultKill || f.Kind == FaultRestart) && from <= f.At && f.At <= to {
+			return true
+		}
+	}
+	return false
+}
+
+func valueOrNone(v string) string {
+	if v == "" {
+		return "nothing"
+	}
+	return fmt.Sprintf("%.8s…", v)
+}
+
+func checkFences(h *History) []Violation {
+	var vs []Violation
+	for key, ops := range byKey(h) {
+		ops = slices.Clone(ops)
+		slices.SortFunc(ops, func(a, b *Op) int { return cmp.Compare(a.Return, b.Return) })
+		var top *Op // the acquisition with the greatest fence so far
+		for _, op := range ops {
+			if top != nil && op.Fence <= top.Fence {
+				vs = append(vs, Violation{Kind: Fence, Key: key, Ops: []int{top.ID, op.ID}, At: op.Return,
+					Detail: fmt.Sprintf("%s got fence %d at %v, not above %d that %s got at %v",
+						op.Client, op.Fence, op.Return, top.Fence, top.Client, top.Return)})
+			}
+			if top == nil || op.Fence > top.Fence {
+				top = op
+			}
+		}
+	}
+	return sortViolations(vs)
+}
+
+// reordering lists the faults that may let a command arrive after the
+// clean-up that was meant to follow it, or keep it from arriving at all.
+// A lost reply is not among them: the command was applied before its reply
+// was lost, so the clean-up comes after it. Nor is a constant latency,
+// which keeps every command in order.
+var reordering = []FaultKind{FaultKill, FaultRestart, FaultPause, FaultResume, FaultLatency, FaultBlackhole, FaultReset}
+
+// exempt reports whether a leftover of client's call on node between from
+// and to may come from a command delivered after the clean-up.
+func exempt(h *History, node int, client string, from, to Mono) bool {
+	paused := false
+	for _, f := range h.Faults {
+		if f.Node != node || (f.Client != "" && f.Client != client) {
+			continue
+		}
+		if f.At < from {
+			switch f.Kind {
+			case FaultPause:
+				paused = true
+			case FaultResume, FaultKill, FaultRestart:
+				paused = false
+			}
+			continue
+		}
+		if f.At <= to && slices.Contains(reordering, f.Kind) {
+			return true
+		}
+	}
+	return paused
+}
+
+func checkLeftovers(h *History) []Violation {
+	var vs []Violation
+	for _, op := range h.Ops {
+		for _, n := range leftovers(op) {
+			if slices.Contains(op.Unsettled, RoundNode{Token: n.Value, Node: n.Node}) || exempt(h, n.Node, op.Client, op.Start, n.At) {
+				continue
+			}
+			vs = append(vs, Violation{Kind: Leftover, Key: op.Key, Ops: []int{op.ID}, At: n.At,
+				Detail: fmt.Sprintf("node %d still holds %s of a failed round of %s's call that returned at %v",
+					n.Node, valueOrNone(n.Value), op.Client, op.Return)})
+		}
+	}
+	return sortViolations(vs)
+}
+
+// leftovers returns the nodes that held a failed round's token of op just
+// after op returned.
+func leftovers(op *Op) []NodeSample {
+	if op.Leftover == nil {
+		return nil
+	}
+	failed := op.Tokens
+	if op.OK && len(failed) > 0 {
+		failed = failed[:len(failed)-1]
+	}
+	var out []NodeSample
+	for _, n := range op.Leftover.Nodes {
+		if n.Reached && n.Value != "" && slices.Contains(failed, n.Value) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// LateGrants counts the keys that failed rounds left behind because their
+// grant reached a node without an answer to the client: the request timed
+// out, or the caller's context cut it off, and the command, already sent,
+// was applied after the round's clean-up had passed that node. Check does
+// not count them as violations: the client cannot tell such a grant from
+// one never delivered. The key blocks others until its TTL ends; nobody
+// holds the lock meanwhile.
+func LateGrants(h *History) int {
+	n := 0
+	for _, op := range h.Ops {
+		for _, s := range leftovers(op) {
+			if slices.Contains(op.Unsettled, RoundNode{Token: s.Value, Node: s.Node}) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func checkFinal(h *History) []Violation {
+	var vs []Violation
+	for _, s := range h.Final {
+		for _, n := range s.Nodes {
+			if n.Reached && n.Value != "" {
+				vs = append(vs, Violation{Kind: Quiescence, Key: s.Key, At: n.At,
+					Detail: fmt.Sprintf("node %d still holds %s once the run was over", n.Node, valueOrNone(n.Value))})
+			}
+		}
+	}
+	return vs
+}
+
+func sortViolations(vs []Violation) []Violation {
+	slices.SortStableFunc(vs, func(a, b Violation) int { return cmp.Compare(a.At, b.At) })
+	return vs
+}

@@ -1,0 +1,289 @@
+package faulttest
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// The checker is tested on synthetic histories, written by hand: each must
+// pass, or must show exactly the violations listed.
+
+func ms(n int) Mono { return Mono(time.Duration(n) * time.Millisecond) }
+
+// held returns a successful acquisition of key "k" that returned at ret
+// (having started 1ms earlier) and claims the lock until until.
+func holder(id int, client, token string, ret, until int, fence int64) *Op {
+	return &Op{ID: id, Client: client, Key: "k", TTLms: 100, Start: ms(ret - 1), Return: ms(ret),
+		Tokens: []string{token}, OK: true, Token: token, Fence: fence, RoundStart: ms(ret - 1), Until: ms(until)}
+}
+
+// failed returns a failed call of key "k" whose rounds used tokens.
+func failed(id int, client string, start, ret int, tokens ...string) *Op {
+	return &Op{ID: id, Client: client, Key: "k", TTLms: 100, Start: ms(start), Return: ms(ret), Tokens: tokens, Err: "taken"}
+}
+
+// holding returns a node sample of a key that holds v until expires.
+func holding(node, at int, v string, expires int) NodeSample {
+	return NodeSample{Node: node, Reached: true, At: ms(at), Value: v, Expires: ms(expires)}
+}
+
+func empty(node, at int) NodeSample {
+	return NodeSample{Node: node, Reached: true, At: ms(at)}
+}
+
+func unreached(node, at int) NodeSample {
+	return NodeSample{Node: node, At: ms(at), Err: "paused"}
+}
+
+func sample(nodes ...NodeSample) Sample { return Sample{Key: "k", Nodes: nodes} }
+
+func history(n int, ops ...*Op) *History {
+	h := NewHistory("synthetic", n)
+	h.Ops = ops
+	return h
+}
+
+func TestCheckerPasses(t *testing.T) {
+	cases := []struct {
+		name string
+		h    *History
+	}{
+		{"empty", history(3)},
+		{"sequential holders with rising fences", history(3,
+			holder(1, "a", "t1", 10, 100, 5),
+			holder(2, "b", "t2", 100, 200, 6),
+			holder(3, "a", "t3", 250, 300, 7),
+		)},
+		{"released before the next holder returned", func() *History {
+			a := holder(1, "a", "t1", 10, 100, 5)
+			a.Release = &Release{Call: ms(40), Return: ms(41)}
+			return history(3, a, holder(2, "b", "t2", 41, 140, 6))
+		}()},
+		{"an extension that shortened the claim", func() *History {
+			a := holder(1, "a", "t1", 10, 100, 5)
+			a.Extends = []Extend{{Start: ms(30), Return: ms(31), OK: true, Until: ms(60)}}
+			return history(3, a, holder(2, "b", "t2", 61, 150, 6))
+		}()},
+		{"an extension that found the lock lost ends the claim", func() *History {
+			a := holder(1, "a", "t1", 10, 100, 5)
+			a.Extends = []Extend{{Start: ms(40), Return: ms(42), Lost: true, Err: "lost"}}
+			return history(3, a, holder(2, "b", "t2", 50, 150, 6))
+		}()},
+		{"failed and concurrent calls do not hold", history(3,
+			holder(1, "a", "t1", 10, 100, 5),
+			failed(2, "b", 20, 30, "x"),
+			holder(3, "b", "t3", 100, 200, 6),
+		)},
+		{"a quorum holds until the claim; a minority may not", func() *History {
+			a := holder(1, "a", "t1", 10, 100, 5)
+			a.Probes = []Sample{sample(holding(0, 11, "t1", 102), holding(1, 11, "t1", 101), empty(2, 11))}
+			return history(3, a)
+		}()},
+		{"a key without expiry holds", func() *History {
+			a := holder(1, "a", "t1", 10, 100, 5)
+			a.Probes = []Sample{sample(holding(0, 11, "t1", 0), holding(1, 11, "t1", 101), holding(2, 11, "x", 50))}
+			return history(3, a)
+		}()},
+		{"nodes that did not answer are not counted", func() *History {
+			a := holder(1, "a", "t1", 10, 100, 5)
+			a.Probes = []Sample{sample(unreached(0, 11), unreached(1, 11), holding(2, 11, "t1", 101))}
+			return history(3, a)
+		}()},
+		{"a crashed node is quarantine's business", func() *History {
+			a := holder(1, "a", "t1", 10, 100, 5)
+			a.Probes = []Sample{sample(empty(0, 50), empty(1, 50), holding(2, 50, "t1", 101))}
+			h := history(3, a)
+			h.Faults = []Fault{{At: ms(20), Kind: FaultKill, Node: 0}, {At: ms(21), Kind: FaultRestart, Node: 1}}
+			return h
+		}()},
+		{"a sample after the release is not judged", func() *History {
+			a := holder(1, "a", "t1", 10, 100, 5)
+			a.Release = &Release{Call: ms(40), Return: ms(41)}
+			a.Probes = []Sample{sample(empty(0, 45), empty(1, 45), empty(2, 45))}
+			return history(3, a)
+		}()},
+		{"a failed round cleaned up", func() *History {
+			f := failed(1, "a", 10, 20, "x1", "x2")
+			f.Leftover = &Sample{Key: "k", Nodes: []NodeSample{empty(0, 21), holding(1, 21, "other", 100), empty(2, 21)}}
+			return history(3, f)
+		}()},
+		{"the winner's own token is not a leftover", func() *History {
+			a := holder(1, "a", "t2", 10, 100, 5)
+			a.Tokens = []string{"t1", "t2"}
+			a.Leftover = &Sample{Key: "k", Nodes: []NodeSample{holding(0, 11, "t2", 101), empty(1, 11), empty(2, 11)}}
+			return history(3, a)
+		}()},
+		{"a leftover on a node paused during the call", func() *History {
+			f := failed(1, "a", 10, 20, "x1")
+			f.Leftover = &Sample{Key: "k", Nodes: []NodeSample{holding(0, 21, "x1", 100), empty(1, 21), empty(2, 21)}}
+			h := history(3, f)
+			h.Faults = []Fault{{At: ms(5), Kind: FaultPause, Node: 0}, {At: ms(15), Kind: FaultResume, Node: 0}}
+			return h
+		}()},
+		{"a leftover behind a link fault changed during the call", func() *History {
+			f := failed(1, "a", 10, 20, "x1")
+			f.Leftover = &Sample{Key: "k", Nodes: []NodeSample{empty(0, 21), holding(1, 21, "x1", 100), empty(2, 21)}}
+			h := history(3, f)
+			h.Faults = []Fault{{At: ms(15), Kind: FaultLatency, Node: 1, Client: "a", Detail: "0s"}}
+			return h
+		}()},
+		{"a late grant behind a request that timed out", lateGrant()},
+		{"nothing left at the end", func() *History {
+			h := history(3)
+			h.Final = []Sample{sample(empty(0, 900), empty(1, 900), unreached(2, 900))}
+			return h
+		}()},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if vs := Check(c.h); len(vs) != 0 {
+				t.Fatalf("violations in a correct history: %v", vs)
+			}
+		})
+	}
+}
+
+// lateGrant returns a failed call whose grant on node 1 timed out and was
+// applied after the clean-up.
+func lateGrant() *History {
+	f := failed(1, "a", 10, 20, "x1")
+	f.Unsettled = []RoundNode{{Token: "x1", Node: 1}}
+	f.Leftover = &Sample{Key: "k", Nodes: []NodeSample{empty(0, 21), holding(1, 21, "x1", 100), empty(2, 21)}}
+	return history(3, f)
+}
+
+func TestLateGrants(t *testing.T) {
+	if n := LateGrants(lateGrant()); n != 1 {
+		t.Fatalf("LateGrants = %d, want 1", n)
+	}
+	h := lateGrant()
+	h.Ops[0].Unsettled[0].Node = 2 // the request to node 1 was answered
+	if n := LateGrants(h); n != 0 {
+		t.Fatalf("LateGrants = %d, want 0", n)
+	}
+	if vs := Check(h); len(vs) != 1 || vs[0].Kind != Leftover {
+		t.Fatalf("Check = %v, want one leftover", vs)
+	}
+}
+
+func TestCheckerFinds(t *testing.T) {
+	cases := []struct {
+		name string
+		h    *History
+		want map[Kind]int
+	}{
+		{"overlapping holders", history(3,
+			holder(1, "a", "t1", 10, 100, 5),
+			holder(2, "b", "t2", 50, 150, 6),
+		), map[Kind]int{Overlap: 1}},
+		{"a holder inside another's claim", history(3,
+			holder(1, "a", "t1", 10, 100, 5),
+			holder(2, "b", "t2", 30, 40, 6),
+			holder(3, "c", "t3", 60, 70, 7),
+		), map[Kind]int{Overlap: 2}},
+		{"an extension carries the claim into the next holder's", func() *History {
+			a := holder(1, "a", "t1", 10, 50, 5)
+			a.Extends = []Extend{{Start: ms(40), Return: ms(41), OK: true, Until: ms(150)}}
+			return history(3, a, holder(2, "b", "t2", 120, 200, 6))
+		}(), map[Kind]int{Overlap: 1}},
+		{"a release called after the next holder returned", func() *History {
+			a := holder(1, "a", "t1", 10, 100, 5)
+			a.Release = &Release{Call: ms(60), Return: ms(61)}
+			return history(3, a, holder(2, "b", "t2", 59, 140, 6))
+		}(), map[Kind]int{Overlap: 1}},
+		{"a majority does not hold the token", func() *History {
+			a := holder(1, "a", "t1", 10, 100, 5)
+			a.Probes = []Sample{sample(holding(0, 11, "t1", 102), holding(1, 11, "x", 500), empty(2, 11))}
+			return history(3, a)
+		}(), map[Kind]int{Quorum: 1}},
+		{"a majority's keys expire before the claim", func() *History {
+			a := holder(1, "a", "t1", 10, 100, 5)
+			a.Probes = []Sample{sample(holding(0, 11, "t1", 99), holding(1, 11, "t1", 98), holding(2, 11, "t1", 101))}
+			return history(3, a)
+		}(), map[Kind]int{Quorum: 1}},
+		{"a later sample under an extended claim", func() *History {
+			a := holder(1, "a", "t1", 10, 100, 5)
+			a.Extends = []Extend{{Start: ms(50), Return: ms(51), OK: true, Until: ms(200)}}
+			a.Probes = []Sample{
+				sample(holding(0, 11, "t1", 101), holding(1, 11, "t1", 101), holding(2, 11, "t1", 101)),
+				sample(holding(0, 52, "t1", 150), holding(1, 52, "t1", 150), holding(2, 52, "t1", 201)),
+			}
+			return history(3, a)
+		}(), map[Kind]int{Quorum: 1}},
+		{"a node clock jump is not excused", func() *History {
+			a := holder(1, "a", "t1", 10, 100, 5)
+			a.Probes = []Sample{sample(empty(0, 30), empty(1, 30), holding(2, 30, "t1", 101))}
+			h := history(3, a)
+			h.Faults = []Fault{{At: ms(20), Kind: FaultClock, Node: 0}, {At: ms(20), Kind: FaultClock, Node: 1}}
+			return h
+		}(), map[Kind]int{Quorum: 1}},
+		{"a fence that goes back", history(3,
+			holder(1, "a", "t1", 10, 100, 7),
+			holder(2, "b", "t2", 100, 200, 6),
+		), map[Kind]int{Fence: 1}},
+		{"a fence that repeats", history(3,
+			holder(1, "a", "t1", 10, 100, 7),
+			holder(2, "b", "t2", 100, 200, 7),
+			holder(3, "a", "t3", 200, 300, 9),
+		), map[Kind]int{Fence: 1}},
+		{"a failed round left behind", func() *History {
+			f := failed(1, "a", 10, 20, "x1", "x2")
+			f.Leftover = &Sample{Key: "k", Nodes: []NodeSample{empty(0, 21), holding(1, 21, "x1", 100), holding(2, 21, "x2", 100)}}
+			return history(3, f)
+		}(), map[Kind]int{Leftover: 2}},
+		{"a lost round of a call that succeeded left behind", func() *History {
+			a := holder(1, "a", "t2", 10, 100, 5)
+			a.Tokens = []string{"t1", "t2"}
+			a.Leftover = &Sample{Key: "k", Nodes: []NodeSample{holding(0, 11, "t2", 101), holding(1, 11, "t1", 101), empty(2, 11)}}
+			return history(3, a)
+		}(), map[Kind]int{Leftover: 1}},
+		{"a lost reply does not excuse a leftover", func() *History {
+			f := failed(1, "a", 10, 20, "x1")
+			f.Leftover = &Sample{Key: "k", Nodes: []NodeSample{holding(0, 21, "x1", 100), empty(1, 21), empty(2, 21)}}
+			h := history(3, f)
+			h.Faults = []Fault{{At: ms(5), Kind: FaultDropReply, Node: 0, Client: "a"}, {At: ms(15), Kind: FaultLatency, Node: 0, Client: "b"}}
+			return h
+		}(), map[Kind]int{Leftover: 1}},
+		{"a key left at the end", func() *History {
+			h := history(3)
+			h.Final = []Sample{sample(empty(0, 900), holding(1, 900, "t1", 1000), empty(2, 900))}
+			return h
+		}(), map[Kind]int{Quiescence: 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			vs := Check(c.h)
+			if got := Count(vs); !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("found %v, want %v:\n%v", got, c.want, vs)
+			}
+			for _, v := range vs {
+				if v.Detail == "" || v.Key != "k" {
+					t.Errorf("violation without detail or key: %+v", v)
+				}
+			}
+		})
+	}
+}
+
+// TestHistoryRoundTrip: a history saved as JSON and loaded again gives the
+// same verdict.
+func TestHistoryRoundTrip(t *testing.T) {
+	a := holder(1, "a", "t1", 10, 100, 5)
+	a.Probes = []Sample{sample(holding(0, 11, "t1", 99), holding(1, 11, "t1", 98), holding(2, 11, "t1", 101))}
+	a.Extends = []Extend{{Start: ms(50), Return: ms(51), OK: true, Until: ms(120)}}
+	h := history(3, a, holder(2, "b", "t2", 110, 200, 4))
+	h.Faults = []Fault{{At: ms(3), Kind: FaultPause, Node: 1, Detail: "SIGSTOP"}}
+	path := filepath.Join(t.TempDir(), "h.json")
+	if err := h.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := LoadHistory(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, got := Check(h), Check(h2); !reflect.DeepEqual(want, got) || len(want) != 3 {
+		t.Fatalf("before saving: %v\nafter loading: %v", want, got)
+	}
+}

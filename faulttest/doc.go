@@ -1,0 +1,43 @@
+// Package faulttest runs the redlock client against real redis-server
+// processes under injected faults, records what every client did in a
+// History, and judges the history with Check.
+//
+// The scenarios live in the package's tests; SAFETY.md, at the root of the
+// repository, says which guarantee each one proves and which assumption
+// each canary drops. Run them with
+//
+//	cd faulttest && go test -race -count=1 ./...             # short profile, for CI
+//	cd faulttest && go test -race -count=1 -v ./...          # the same, with the summary table
+//	cd faulttest && go test -race -count=1 -v -timeout 30m . -long   # long profile
+//
+// REDLOCK_FAULT_LONG=1 selects the long profile too. A failing scenario
+// saves its history as JSON to $REDLOCK_FAULT_ARTIFACTS, or to the
+// system's temporary directory, and logs the path; with
+// REDLOCK_FAULT_ARTIFACTS set every scenario saves its history.
+//
+// # Tools
+//
+// A Cluster runs N servers (redistest.Server) and injects process faults:
+// SIGKILL, SIGSTOP and SIGCONT, restarts with or without an fsync-always
+// append-only file, and steps of a node's wall clock through a small
+// LD_PRELOAD shim (shim/clockshim.c, built with gcc when a test needs it).
+// Each Client of a cluster reaches node i through its own Link, a TCP
+// proxy with latency, blackhole and connection reset, in front of its own
+// redistest.Proxy, which can apply a command and lose its reply. So every
+// (client, node) pair can be faulted on its own. A client's clock can run
+// at another rate than real time (Client.Rate), which changes the end of
+// validity it claims.
+//
+// # Histories
+//
+// Every acquisition a Client makes is recorded on the monotonic clock of
+// the test process, which all clients share: when the call started and
+// returned, the tokens of its rounds, the token, fence and claimed end of
+// validity of the lock it obtained, its extensions and its release. Right
+// after an acquisition, the lock's key is read on every node over an admin
+// connection (value and PEXPIRETIME, with the node's TIME in the same
+// script); after a failed call, the key is read again to find what its
+// rounds left behind; once a run is over and every fault healed, every
+// lock key is read a last time. Check finds five kinds of violation in
+// such a history; see Kind.
+package faulttest

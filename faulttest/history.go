@@ -1,0 +1,256 @@
+package faulttest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Mono is a reading of a history's clock: the time since the history
+// began, measured on the monotonic clock of the test process. Every client
+// of a scenario runs in that process, so all of them share the clock. In
+// JSON it is a number of milliseconds with microsecond precision.
+type Mono time.Duration
+
+// String formats m as a duration since the history began.
+func (m Mono) String() string { return "+" + time.Duration(m).String() }
+
+// MarshalJSON writes m as milliseconds.
+func (m Mono) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, float64(time.Duration(m).Microseconds())/1000, 'f', 3, 64), nil
+}
+
+// UnmarshalJSON reads milliseconds.
+func (m *Mono) UnmarshalJSON(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("faulttest: bad time %s: %w", b, err)
+	}
+	*m = Mono(time.Duration(f*1000) * time.Microsecond)
+	return nil
+}
+
+// A History is everything one scenario run did and saw: each acquisition
+// with what became of it, the faults injected, the writes to a fenced
+// resource and the state of the nodes once the run was over. Check judges
+// it.
+//
+// The methods that record are safe for concurrent use; the exported fields
+// are read once recording is over.
+type History struct {
+	Scenario string   `json:"scenario"`
+	Nodes    int      `json:"nodes"`  // the number of nodes
+	Quorum   int      `json:"quorum"` // the number of nodes that must agree
+	Ops      []*Op    `json:"ops"`
+	Faults   []Fault  `json:"faults"`
+	Writes   []Write  `json:"writes,omitempty"`
+	Final    []Sample `json:"final,omitempty"` // every lock key on every node at quiescence
+
+	mu    sync.Mutex
+	epoch time.Time
+	ids   int // the last Op.ID handed out
+}
+
+// NewHistory starts a history whose clock reads zero now.
+func NewHistory(scenario string, nodes int) *History {
+	return &History{Scenario: scenario, Nodes: nodes, Quorum: nodes/2 + 1, epoch: time.Now()}
+}
+
+// Now reads the history's clock.
+func (h *History) Now() Mono { return h.At(time.Now()) }
+
+// At converts t, which must carry a monotonic clock reading (as time.Now
+// and redlock's deadlines do), to the history's clock.
+func (h *History) At(t time.Time) Mono { return Mono(t.Sub(h.epoch)) }
+
+// Time converts m back to a time.Time.
+func (h *History) Time(m Mono) time.Time { return h.epoch.Add(time.Duration(m)) }
+
+// nextID returns a fresh acquisition ID.
+func (h *History) nextID() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ids++
+	return h.ids
+}
+
+// AddOp records a finished acquisition.
+func (h *History) AddOp(op *Op) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Ops = append(h.Ops, op)
+}
+
+// AddFault records a fault injected now, or healed; see Fault.
+func (h *History) AddFault(kind FaultKind, node int, client, detail string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Faults = append(h.Faults, Fault{At: h.Now(), Kind: kind, Node: node, Client: client, Detail: detail})
+}
+
+// AddWrite records a write to a fenced resource.
+func (h *History) AddWrite(w Write) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Writes = append(h.Writes, w)
+}
+
+// Save writes the history as indented JSON to path.
+func (h *History) Save(path string) error {
+	h.mu.Lock()
+	b, err := json.MarshalIndent(h, "", "  ")
+	h.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("faulttest: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("faulttest: %w", err)
+	}
+	return nil
+}
+
+// LoadHistory reads a history that Save wrote, so that it can be checked
+// again.
+func LoadHistory(path string) (*History, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("faulttest: %w", err)
+	}
+	h := &History{}
+	if err := json.Unmarshal(b, h); err != nil {
+		return nil, fmt.Errorf("faulttest: %s: %w", path, err)
+	}
+	return h, nil
+}
+
+// An Op is one call of Client.Lock or Client.TryLock and what became of
+// the lock it obtained.
+type Op struct {
+	ID     int    `json:"id"`
+	Client string `json:"client"`
+	Key    string `json:"key"`
+	TTLms  int64  `json:"ttl_ms"`
+
+	Start  Mono `json:"start"`  // just before the call
+	Return Mono `json:"return"` // just after it returned
+
+	// Tokens holds the token of every round the call made, in order: the
+	// winner's last when the call succeeded. Rounds that failed must leave
+	// nothing behind.
+	Tokens []string `json:"tokens,omitempty"`
+	// Unsettled lists the acquire requests of the call's rounds that had
+	// not ended with an answer when the call returned: they timed out, or
+	// the caller's context cut them off, or they were still on their way.
+	// Such a grant may reach its node after the round's clean-up.
+	Unsettled []RoundNode `json:"unsettled,omitempty"`
+
+	OK       bool     `json:"ok"`
+	Err      string   `json:"err,omitempty"`
+	Reason   string   `json:"reason,omitempty"`   // failure: the sentinel the error wraps (see reason)
+	Outcomes []string `json:"outcomes,omitempty"` // failure: each node's outcome in the last round
+
+	// Success only.
+	Token      string `json:"token,omitempty"`
+	Fence      int64  `json:"fence,omitempty"`
+	RoundStart Mono   `json:"round_start,omitempty"` // when the winning round sent its first request
+	// Until is the end of validity the client claims: Lock.Until, or for a
+	// client whose clock runs at another rate, when the client's clock
+	// shows Lock.Until (see Client.Rate).
+	Until    Mono     `json:"until,omitempty"`
+	Extends  []Extend `json:"extends,omitempty"`
+	Release  *Release `json:"release,omitempty"`
+	Probes   []Sample `json:"probes,omitempty"`   // the lock's key on every node, from the first just after Return
+	Leftover *Sample  `json:"leftover,omitempty"` // the key on every node after the call, when a round failed
+}
+
+// A RoundNode names the request of one round (by its token) to one node.
+type RoundNode struct {
+	Token string `json:"token"`
+	Node  int    `json:"node"`
+}
+
+// An Extend is one call of Lock.Extend.
+type Extend struct {
+	Start  Mono   `json:"start"`
+	Return Mono   `json:"return"`
+	TTLms  int64  `json:"ttl_ms"`
+	OK     bool   `json:"ok"`
+	Until  Mono   `json:"until,omitempty"` // the new claimed end of validity
+	Lost   bool   `json:"lost,omitempty"`  // the error said the lock is gone
+	Err    string `json:"err,omitempty"`
+}
+
+// A Release is the call of Lock.Release.
+type Release struct {
+	Call   Mono   `json:"call"`
+	Return Mono   `json:"return"`
+	Err    string `json:"err,omitempty"`
+}
+
+// A Sample is what every node held under one key, read over the test's
+// own admin connections, not through the client's links.
+type Sample struct {
+	Key   string       `json:"key"`
+	Nodes []NodeSample `json:"nodes"`
+}
+
+// At returns when the last node answered.
+func (s *Sample) At() Mono {
+	var at Mono
+	for _, n := range s.Nodes {
+		at = max(at, n.At)
+	}
+	return at
+}
+
+// A NodeSample is what one node held under a key.
+type NodeSample struct {
+	Node    int    `json:"node"`
+	Reached bool   `json:"reached"`         // the node answered
+	Err     string `json:"err,omitempty"`   // why not
+	At      Mono   `json:"at"`              // when its answer arrived
+	Value   string `json:"value,omitempty"` // the key's value; "" when absent
+	// Expires is when the key expires, on the history's clock: At plus the
+	// time left by the node's own clock (PEXPIRETIME minus TIME, read in
+	// one script). Taking At, the latest moment the node can have read its
+	// clock, errs on the late side, so a key is never judged to expire
+	// earlier than it does. Zero when the key has no expiry.
+	Expires Mono `json:"expires,omitempty"`
+}
+
+// A FaultKind names a fault or its end.
+type FaultKind string
+
+// The faults a scenario injects. Node faults have an empty Fault.Client;
+// link faults hit one client's link to one node.
+const (
+	FaultKill      FaultKind = "kill"       // SIGKILL of the node's process
+	FaultRestart   FaultKind = "restart"    // the process started again (with or without its data)
+	FaultPause     FaultKind = "pause"      // SIGSTOP
+	FaultResume    FaultKind = "resume"     // SIGCONT
+	FaultClock     FaultKind = "clock"      // the node's wall clock was set to an offset
+	FaultLatency   FaultKind = "latency"    // the link's latency changed
+	FaultBlackhole FaultKind = "blackhole"  // the link's blackhole went on or off
+	FaultReset     FaultKind = "reset"      // the link reset its connections, or started or stopped refusing them
+	FaultDropReply FaultKind = "drop-reply" // the link's next replies to some command are to be lost
+)
+
+// A Fault is a fault injected or healed at a moment.
+type Fault struct {
+	At     Mono      `json:"at"`
+	Kind   FaultKind `json:"kind"`
+	Node   int       `json:"node"`             // -1 when it is no one node's
+	Client string    `json:"client,omitempty"` // a link fault's client
+	Detail string    `json:"detail,omitempty"`
+}
+
+// A Write is one write to a fenced resource (see Resource).
+type Write struct {
+	At       Mono  `json:"at"`
+	Op       int   `json:"op"`
+	Fence    int64 `json:"fence"`
+	Accepted bool  `json:"accepted"`
+}
