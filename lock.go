@@ -207,8 +207,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // short by the cancellation of ctx, which is usual when a program is
 // shutting down; it is bounded by Options.ReleaseTimeout instead.
 //
-// Release reports on what it found. It returns nil when a quorum of nodes
-// confirmed the release within the lock's validity, and otherwise an
+// Release reports on what it found. It returns nil as soon as a quorum of
+// nodes has confirmed the release within the lock's validity (the other
+// nodes are released in the background), and otherwise an
 // *OpError wrapping
 //   - ErrExpired when the deadline had passed before Release: the work
 //     done under the lock may have overlapped another owner's;
@@ -242,7 +243,10 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	until := l.Until()
 	expired := !time.Now().Before(until)
-	r := l.c.releaseRound(ctx, l.key, l.token, l.fence, l.c.fenceTTL(l.ttl))
+	// A release within the validity that a quorum confirms is all the
+	// caller needs to hear; one after the deadline, or one that finds the
+	// lock gone, is reported with every node's answer.
+	r := l.c.releaseRound(ctx, l.key, l.token, l.fence, l.c.fenceTTL(l.ttl), expired)
 	if r.woke > 0 {
 		l.c.noteHandoff(l.key)
 	}

@@ -283,23 +283,30 @@ func validUntil(start time.Time, ttl, drift time.Duration) time.Time {
 // short by the cancellation of ctx.
 func (c *Client) cleanUp(ctx context.Context, key, token string, acq *round) {
 	acq.drain()
-	r := c.releaseRound(ctx, key, token, acq.fence, c.fenceTTL(0))
+	r := c.releaseRound(ctx, key, token, acq.fence, c.fenceTTL(0), true)
 	if failed := len(c.nodes) - r.count(OK, Absent, Taken); failed > 0 {
 		c.log.Warn("redlock: clean-up of a failed acquisition did not reach every node; the keys left expire with their TTL",
 			"key", key, "nodes_failed", failed, "results", r.results)
 	}
 }
 
-// releaseRound runs the release script on every node and waits for all
-// answers. It ignores the cancellation of ctx and is bounded by
-// Options.ReleaseTimeout instead. A node whose request fails outright, as
-// on a connection that broke since its last use, is tried once more: a key
-// that a release misses blocks others until it expires.
-func (c *Client) releaseRound(ctx context.Context, key, token string, fence int64, fenceTTL time.Duration) *round {
+// releaseRound runs the release script on every node. It ignores the
+// cancellation of ctx and is bounded by Options.ReleaseTimeout instead. A
+// node whose request fails outright, as on a connection that broke since
+// its last use, is tried once more: a key that a release misses blocks
+// others until it expires.
+//
+// With all, it waits for every answer; otherwise it returns as soon as a
+// quorum has confirmed, and the other requests go on in the background
+// (within the same bound), so that a hung node does not hold up every
+// Release.
+func (c *Client) releaseRound(ctx context.Context, key, token string, fence int64, fenceTTL time.Duration, all bool) *round {
 	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, releaseScript, decodeRelease,
 		[]string{key, fencePrefix + key},
 		[]string{token, strconv.FormatInt(fence, 10), msString(fenceTTL)})
-	r.drain()
+	if all || !r.collect(c.quorum, 0) {
+		r.drain()
+	}
 	return r
 }
 

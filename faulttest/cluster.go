@@ -152,31 +152,9 @@ func (c *Cluster) Kill(i int) {
 
 // Restart starts node i again, stopping it first if it runs. Without
 // persistence it comes back empty.
-//
-// Restart starts the process in the first half of a wall-clock second.
-// This works around a flaw of the restart marker (lua/node.lua): the node
-// derives its process start from uptime_in_seconds, which Redis computes as
-// the difference of two clock readings truncated to whole seconds, so a
-// process that started just before a second boundary and is first asked
-// just after it reads 1s of uptime when it has run for milliseconds, and
-// leaves quarantine up to a second early. The scenario
-// known-bug-uptime-rounding shows the double grant that follows; the other
-// scenarios restart early in a second, so that their clients, which ask at
-// once, find the node in the second it started. A scenario that kills and
-// restarts a node at once calls EarlySecond before the kill, so that the
-// node is not down longer than it takes to restart it.
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()
-	EarlySecond()
 	c.restart(i)
-}
-
-// EarlySecond waits, if need be, until the wall clock is in the first half
-// of a second.
-func EarlySecond() {
-	if frac := time.Duration(time.Now().Nanosecond()); frac > 500*time.Millisecond {
-		time.Sleep(time.Second - frac + 5*time.Millisecond)
-	}
 }
 
 // restart is Restart at once.

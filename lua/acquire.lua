@@ -33,7 +33,8 @@ if quarantine > maxttl or ttl > maxttl then
 	maxttl = math.max(quarantine, ttl, maxttl)
 	redis.call('HSET', KEYS[3], 'maxttl', maxttl)
 end
-local age = math.floor((now - start) / 1000)
+-- After the node's clock has stepped back, start can lie ahead of now.
+local age = math.max(math.floor((now - start) / 1000), 0)
 if quarantine > 0 and age < maxttl then
 	return {-1, maxttl - age, age, maxttl}
 end

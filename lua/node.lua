@@ -36,13 +36,15 @@ local function marker(key, now)
 		lastsave = 0 -- a server without LASTSAVE: rely on a missing marker
 	end
 	if not start or tonumber(m[3]) ~= lastsave then
-		-- uptime_in_seconds is rounded down, so this start is at or after
-		-- the true one: the node's age is never overstated. A server
-		-- that does not report its uptime is taken to have just started.
-		-- A start only ever moves forward, which errs on the safe side.
+		-- uptime_in_seconds is the difference of two clock readings, each
+		-- cut to whole seconds: a process that started at 0.9s reads 1 at
+		-- 1.0s. A second less than it says is never more than the true
+		-- age, so the node's age is never overstated. A server that does
+		-- not report its uptime is taken to have just started. A start
+		-- only ever moves forward, which errs on the safe side too.
 		local info = redis.pcall('INFO', 'server')
 		local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or 0
-		start = math.max(start or 0, now - up * 1000000)
+		start = math.max(start or 0, now - math.max(up - 1, 0) * 1000000)
 		redis.call('HSET', key, 'start', string.format('%d', start), 'lastsave', lastsave)
 	end
 	return start, maxttl

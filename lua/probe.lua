@@ -8,4 +8,4 @@
 -- node's clock in milliseconds since 1970.
 local now = now_us()
 local start, maxttl = marker(KEYS[1], now)
-return {math.floor((now - start) / 1000), maxttl, math.floor(now / 1000)}
+return {math.max(math.floor((now - start) / 1000), 0), maxttl, math.floor(now / 1000)}

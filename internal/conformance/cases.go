@@ -136,7 +136,7 @@ func (s *suite) testLockRelease(t *testing.T, n int, unix bool) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	cl.expectNoKey(t, key)
+	cl.awaitNoKey(t, key, 5*time.Second) // TTL 10s
 	if l.Valid() {
 		t.Fatal("Valid() after Release")
 	}
@@ -211,7 +211,7 @@ func (s *suite) testSubsetsDown(t *testing.T, n int) {
 				}
 			}
 		}
-		cl.expectNoKey(t, key)
+		cl.awaitNoKey(t, key, 5*time.Second) // TTL 10s
 	}
 }
 
@@ -355,7 +355,7 @@ func (s *suite) testMutualExclusion(t *testing.T) {
 	if m := maxInside.Load(); m != 1 {
 		t.Fatalf("%d holders were inside at once", m)
 	}
-	cl.expectNoKey(t, key)
+	cl.awaitNoKey(t, key, 2*time.Second) // TTL 5s
 }
 
 func (s *suite) testExtend(t *testing.T) {

@@ -167,6 +167,29 @@ func (c *cluster) settle(t *testing.T, key, token string) {
 	}
 }
 
+// awaitNoKey waits until key exists on no running server, and fails t if
+// it still does after within. Release returns once a quorum has confirmed
+// and releases the other nodes in the background; within must be shorter
+// than the lock's TTL, or expiry could pass for a release.
+func (c *cluster) awaitNoKey(t *testing.T, key string, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(time.Millisecond) {
+		left := 0
+		for _, v := range c.values(t, key) {
+			if v != "" {
+				left++
+			}
+		}
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.expectNoKey(t, key)
+			return
+		}
+	}
+}
+
 // expectNoKey fails t if key exists on any running server.
 func (c *cluster) expectNoKey(t *testing.T, key string) {
 	t.Helper()
