@@ -143,7 +143,7 @@ func TestScenarios(t *testing.T) {
 			r := &run{T: t, sc: sc, start: time.Now()}
 			r.c = NewCluster(t, Config{Scenario: sc.name, N: sc.nodes, ClockShim: sc.shim, Persistence: sc.persist})
 			r.res = NewResource(r.c.H)
-			r.Logf("N=%d, %d clients (short profile), fault: %s; expected: %s", sc.nodes, sc.clients, sc.fault, sc.expected())
+			r.Logf("N=%d, %d clients (%s profile), fault: %s; expected: %s", sc.nodes, sc.clients, pick("short", "long"), sc.fault, sc.expected())
 			defer r.finish()
 			sc.body(r)
 		})

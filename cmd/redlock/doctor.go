@@ -126,24 +126,12 @@ func runDoctor(ctx context.Context, w io.Writer, nf *nodeFlags, df *doctorFlags)
 	if df.timeout <= 0 {
 		return usagef("--timeout %v must be positive", df.timeout)
 	}
-	opts, err := nf.options()
-	if err != nil {
-		return err
-	}
-	opts.ReleaseTimeout = df.timeout
-	urls, err := nf.urls()
-	if err != nil {
-		return err
-	}
-	ns, err := openNodes(urls)
+	ns, c, err := nf.connect(df.timeout)
 	if err != nil {
 		return err
 	}
 	defer ns.close()
-	c, err := ns.client(opts)
-	if err != nil {
-		return err
-	}
+	urls := ns.urls
 	clients := make([]*redis.Client, len(urls))
 	for i, u := range urls {
 		if clients[i], err = adminClient(u, df.timeout); err != nil {

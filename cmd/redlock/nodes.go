@@ -69,6 +69,31 @@ func (f *nodeFlags) options() (*redlock.Options, error) {
 	return &redlock.Options{Quarantine: f.quarantine, DisableQuarantine: f.noQuarantine}, nil
 }
 
+// connect opens the nodes the flags name and a lock client over them,
+// with the flags' options and a ReleaseTimeout of timeout when it is not 0.
+// The caller closes the nodeSet.
+func (f *nodeFlags) connect(timeout time.Duration) (*nodeSet, *redlock.Client, error) {
+	opts, err := f.options()
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.ReleaseTimeout = timeout
+	urls, err := f.urls()
+	if err != nil {
+		return nil, nil, err
+	}
+	ns, err := openNodes(urls)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := ns.client(opts)
+	if err != nil {
+		ns.close()
+		return nil, nil, err
+	}
+	return ns, c, nil
+}
+
 // A nodeSet is the nodes of one invocation: a lock node for each URL, and
 // the URLs themselves for the commands that need their own connections.
 type nodeSet struct {

@@ -142,23 +142,11 @@ func (r *runner) run() error {
 	case r.flags.grace < 0:
 		return usagef("--kill-grace %v is negative", r.flags.grace)
 	}
-	opts, err := r.nf.options()
-	if err != nil {
-		return err
-	}
-	urls, err := r.nf.urls()
-	if err != nil {
-		return err
-	}
-	ns, err := openNodes(urls)
+	ns, c, err := r.nf.connect(0)
 	if err != nil {
 		return err
 	}
 	defer ns.close()
-	c, err := ns.client(opts)
-	if err != nil {
-		return err
-	}
 
 	// Signals are caught from now on: while waiting they end the wait,
 	// while COMMAND runs they are passed on to it.

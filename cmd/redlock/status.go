@@ -110,24 +110,11 @@ func runStatus(ctx context.Context, w io.Writer, nf *nodeFlags, sf *statusFlags,
 	if sf.timeout <= 0 {
 		return usagef("--timeout %v must be positive", sf.timeout)
 	}
-	opts, err := nf.options()
-	if err != nil {
-		return err
-	}
-	opts.ReleaseTimeout = sf.timeout
-	urls, err := nf.urls()
-	if err != nil {
-		return err
-	}
-	ns, err := openNodes(urls)
+	ns, c, err := nf.connect(sf.timeout)
 	if err != nil {
 		return err
 	}
 	defer ns.close()
-	c, err := ns.client(opts)
-	if err != nil {
-		return err
-	}
 	rep, err := readStatus(ctx, c, ns, key, sf.timeout)
 	if err != nil {
 		return err

@@ -359,14 +359,7 @@ func (s *suite) testMutualExclusion(t *testing.T) {
 }
 
 func (s *suite) testExtend(t *testing.T) {
-	cl := startCluster(t, 3, false)
-	c := s.client(t, cl.urls(), nil)
-	ctx, key := ctxT(t), keyFor(t)
-	l, err := c.TryLock(ctx, key, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.settle(t, key, l.Token())
+	cl, c, ctx, key, l := s.held(t, 10*time.Second)
 	u1 := l.Until()
 	if err := l.Extend(ctx, 20*time.Second); err != nil {
 		t.Fatalf("Extend: %v", err)
@@ -401,14 +394,7 @@ func (s *suite) testExtend(t *testing.T) {
 }
 
 func (s *suite) testExtendNeverRecreates(t *testing.T) {
-	cl := startCluster(t, 3, false)
-	c := s.client(t, cl.urls(), nil)
-	ctx, key := ctxT(t), keyFor(t)
-	l, err := c.TryLock(ctx, key, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.settle(t, key, l.Token())
+	cl, _, ctx, key, l := s.held(t, 10*time.Second)
 	cl.servers[0].MustDo(t, "DEL", key)
 	if err := l.Extend(ctx, 10*time.Second); err != nil {
 		t.Fatalf("Extend with 2 of 3 nodes holding: %v", err)
@@ -466,14 +452,7 @@ func (s *suite) testExpiredTakenOver(t *testing.T) {
 }
 
 func (s *suite) testLockLost(t *testing.T) {
-	cl := startCluster(t, 3, false)
-	c := s.client(t, cl.urls(), nil)
-	ctx, key := ctxT(t), keyFor(t)
-	l, err := c.TryLock(ctx, key, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.settle(t, key, l.Token())
+	cl, _, ctx, key, l := s.held(t, 10*time.Second)
 	cl.servers[0].MustDo(t, "DEL", key)
 	cl.servers[1].MustDo(t, "SET", key, "intruder", "PX", "10000")
 	mustOpError(t, l.Extend(ctx, 10*time.Second), redlock.ErrLockLost)

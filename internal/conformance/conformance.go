@@ -167,6 +167,21 @@ func (c *cluster) settle(t *testing.T, key, token string) {
 	}
 }
 
+// held starts three servers and a client that holds the lock on a fresh
+// key for ttl, with the grant settled on all three.
+func (s *suite) held(t *testing.T, ttl time.Duration) (*cluster, *redlock.Client, context.Context, string, *redlock.Lock) {
+	t.Helper()
+	cl := startCluster(t, 3, false)
+	c := s.client(t, cl.urls(), nil)
+	ctx, key := ctxT(t), keyFor(t)
+	l, err := c.TryLock(ctx, key, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.settle(t, key, l.Token())
+	return cl, c, ctx, key, l
+}
+
 // awaitNoKey waits until key exists on no running server, and fails t if
 // it still does after within. Release returns once a quorum has confirmed
 // and releases the other nodes in the background; within must be shorter

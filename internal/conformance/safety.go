@@ -242,14 +242,7 @@ func (s *suite) testQuarantine(t *testing.T, disabled, snapshot bool) {
 // on a majority learns it at the next extension; its context ends with a
 // cause that wraps ErrLockLost and carries the nodes' answers.
 func (s *suite) testLostContext(t *testing.T) {
-	cl := startCluster(t, 3, false)
-	c := s.client(t, cl.urls(), nil)
-	ctx, key := ctxT(t), keyFor(t)
-	l, err := c.TryLock(ctx, key, 3*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.settle(t, key, l.Token())
+	cl, _, ctx, key, l := s.held(t, 3*time.Second)
 	lctx := l.Context()
 	l.AutoExtend(0)
 	cl.servers[0].MustDo(t, "DEL", key)
