@@ -49,7 +49,16 @@ func TestSmoke(t *testing.T) {
 		if row.NA {
 			continue
 		}
-		if row.Ops == 0 || row.Elapsed <= 0 || row.AllocsPerOp <= 0 {
+		if row.Ops == 0 {
+			// A contended cell may see no grant at all in slices this
+			// short: redsync pauses 50-250ms between tries by default.
+			// Uncontended cells must make progress.
+			if row.Cell.Workload == W1 {
+				t.Errorf("%s %s: no lock+unlock in %v", row.Cell, row.Library, row.Elapsed)
+			}
+			continue
+		}
+		if row.Elapsed <= 0 || row.AllocsPerOp <= 0 {
 			t.Errorf("%s %s: %d ops in %v, %.1f allocs/op", row.Cell, row.Library, row.Ops, row.Elapsed, row.AllocsPerOp)
 		}
 		if row.Acquire.P50 <= 0 || row.Acquire.P50 > row.Acquire.P99 || row.Acquire.P99 > row.Acquire.Max {
