@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -313,48 +312,13 @@ func (s *suite) testLostReplyN1(t *testing.T) {
 // on one key. Under the lock each does a read, a pause and a write of a
 // shared counter; a lost update or two holders at once fails the test.
 func (s *suite) testMutualExclusion(t *testing.T) {
-	const contenders, rounds = 8, 12
 	cl := startCluster(t, 3, false)
 	ctx, key := ctxT(t), keyFor(t)
-	var counter, inside, maxInside atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, contenders)
-	for g := 0; g < contenders; g++ {
-		c := s.client(t, cl.urls(), &redlock.Options{RetryDelay: 2 * time.Millisecond})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < rounds; i++ {
-				l, err := c.Lock(ctx, key, 5*time.Second)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if n := inside.Add(1); n > maxInside.Load() {
-					maxInside.Store(n)
-				}
-				v := counter.Load()
-				time.Sleep(200 * time.Microsecond)
-				counter.Store(v + 1)
-				inside.Add(-1)
-				if err := l.Release(ctx); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
+	clients := make([]*redlock.Client, 8)
+	for i := range clients {
+		clients[i] = s.client(t, cl.urls(), &redlock.Options{RetryDelay: 2 * time.Millisecond})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if got := counter.Load(); got != contenders*rounds {
-		t.Fatalf("counter = %d, want %d: updates were lost", got, contenders*rounds)
-	}
-	if m := maxInside.Load(); m != 1 {
-		t.Fatalf("%d holders were inside at once", m)
-	}
+	contend(t, ctx, key, 5*time.Second, 12, clients, nil)
 	cl.awaitNoKey(t, key, 2*time.Second) // TTL 5s
 }
 

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,6 +166,55 @@ func (c *cluster) settle(t *testing.T, key, token string) {
 			t.Fatalf("token on %d of %d running servers after 10s: %q", c.countValue(t, key, token), running, c.values(t, key))
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// contend has one goroutine per client take the lock on key rounds times,
+// with Lock and ttl, and release it. Under the lock each reads a shared
+// counter, pauses, writes it back plus one, and calls during if it is not
+// nil. It fails t if a call or during fails, if two holders were inside at
+// once, or if an update was lost.
+func contend(t *testing.T, ctx context.Context, key string, ttl time.Duration, rounds int, clients []*redlock.Client, during func(*redlock.Lock) error) {
+	t.Helper()
+	var counter, inside atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, len(clients)*(2*rounds+1)) // never blocks
+	for _, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				l, err := c.Lock(ctx, key, ttl)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if inside.Add(1) != 1 {
+					errs <- errors.New("two holders were inside at once")
+				}
+				v := counter.Load()
+				time.Sleep(200 * time.Microsecond)
+				counter.Store(v + 1)
+				if during != nil {
+					if err := during(l); err != nil {
+						errs <- err
+					}
+				}
+				inside.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got, want := counter.Load(), int64(len(clients)*rounds); got != want {
+		t.Fatalf("counter = %d, want %d: updates were lost", got, want)
 	}
 }
 

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/pprof"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,15 +22,25 @@ type fenceLog struct {
 	n    int
 }
 
-func (f *fenceLog) add(what string, l *redlock.Lock) {
-	f.t.Helper()
+// check records the fence of l, or says why it does not follow the last.
+// It may be called from any goroutine.
+func (f *fenceLog) check(what string, l *redlock.Lock) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if l.Fence() <= f.last {
-		f.t.Fatalf("%s: fence %d after %d: fences must strictly increase", what, l.Fence(), f.last)
+		return fmt.Errorf("%s: fence %d after %d: fences must strictly increase", what, l.Fence(), f.last)
 	}
 	f.last = l.Fence()
 	f.n++
+	return nil
+}
+
+// add is check on the test's own goroutine.
+func (f *fenceLog) add(what string, l *redlock.Lock) {
+	f.t.Helper()
+	if err := f.check(what, l); err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 // testFences takes the lock many times on n nodes, in every way an owner
@@ -91,32 +101,13 @@ func (s *suite) testFences(t *testing.T, n int) {
 
 	// Contention: holders in turn record their fence while they hold the
 	// lock; mutual exclusion orders the records.
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 {
-		c := s.client(t, cl.urls(), &redlock.Options{RetryDelay: 2 * time.Millisecond})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 8 {
-				l, err := c.Lock(ctx, key, 5*time.Second)
-				if err != nil {
-					errs <- err
-					return
-				}
-				fences.add("contended holder", l)
-				if err := l.Release(ctx); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
+	clients := make([]*redlock.Client, 4)
+	for i := range clients {
+		clients[i] = s.client(t, cl.urls(), &redlock.Options{RetryDelay: 2 * time.Millisecond})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	contend(t, ctx, key, 5*time.Second, 8, clients, func(l *redlock.Lock) error {
+		return fences.check("contended holder", l)
+	})
 	if fences.n != 6+3+1+1+1+1+32 {
 		t.Fatalf("%d fences checked", fences.n)
 	}
@@ -426,41 +417,7 @@ func (s *suite) testNotifiedWaiting(t *testing.T) {
 // take turns through the client's queue and the release announcements,
 // with polling as good as off.
 func (s *suite) testCoalescedWaiters(t *testing.T) {
-	const goroutines, rounds = 6, 5
 	cl := startCluster(t, 3, false)
 	c := s.client(t, cl.urls(), &redlock.Options{RetryDelay: time.Hour})
-	ctx, key := ctxT(t), keyFor(t)
-	var counter, inside atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines)
-	for range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range rounds {
-				l, err := c.Lock(ctx, key, 10*time.Second)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if inside.Add(1) != 1 {
-					errs <- errors.New("two goroutines held the lock at once")
-				}
-				counter.Store(counter.Load() + 1)
-				inside.Add(-1)
-				if err := l.Release(ctx); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if counter.Load() != goroutines*rounds {
-		t.Fatalf("counter %d, want %d", counter.Load(), goroutines*rounds)
-	}
+	contend(t, ctxT(t), keyFor(t), 10*time.Second, 5, slices.Repeat([]*redlock.Client{c}, 6), nil)
 }
