@@ -15,13 +15,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-type doctorFlags struct {
-	json    bool
-	timeout time.Duration
-}
-
 func newDoctorCmd(nf *nodeFlags) *cobra.Command {
-	df := &doctorFlags{}
+	df := &reportFlags{}
 	cmd := &cobra.Command{
 		Use:   "doctor [flags]",
 		Short: "Check whether the nodes are fit for Redlock",
@@ -56,8 +51,7 @@ quorum of healthy nodes exists, 64 for usage errors.`,
 			return runDoctor(cmd.Context(), cmd.OutOrStdout(), nf, df)
 		},
 	}
-	cmd.Flags().BoolVar(&df.json, "json", false, "print the report as JSON")
-	cmd.Flags().DurationVar(&df.timeout, "timeout", 2*time.Second, "how long to wait for each node")
+	df.register(cmd)
 	return cmd
 }
 
@@ -122,11 +116,8 @@ func (n *nodeReport) has(level string) bool {
 	return false
 }
 
-func runDoctor(ctx context.Context, w io.Writer, nf *nodeFlags, df *doctorFlags) error {
-	if df.timeout <= 0 {
-		return usagef("--timeout %v must be positive", df.timeout)
-	}
-	ns, c, err := nf.connect(df.timeout)
+func runDoctor(ctx context.Context, w io.Writer, nf *nodeFlags, df *reportFlags) error {
+	ns, c, err := df.connect(nf)
 	if err != nil {
 		return err
 	}

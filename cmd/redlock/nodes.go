@@ -13,6 +13,7 @@ import (
 	"github.com/quorumlock/redlock/goredisnode"
 	"github.com/quorumlock/redlock/internal/nodeurl"
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
 )
 
 // envNodes is the environment variable that lists the nodes when --nodes
@@ -92,6 +93,26 @@ func (f *nodeFlags) connect(timeout time.Duration) (*nodeSet, *redlock.Client, e
 		return nil, nil, err
 	}
 	return ns, c, nil
+}
+
+// reportFlags are the flags of the commands that report on the nodes.
+type reportFlags struct {
+	json    bool
+	timeout time.Duration
+}
+
+func (f *reportFlags) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.json, "json", false, "print the report as JSON")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 2*time.Second, "how long to wait for each node")
+}
+
+// connect checks the flags and connects as nf.connect does, waiting up to
+// the timeout for each node.
+func (f *reportFlags) connect(nf *nodeFlags) (*nodeSet, *redlock.Client, error) {
+	if f.timeout <= 0 {
+		return nil, nil, usagef("--timeout %v must be positive", f.timeout)
+	}
+	return nf.connect(f.timeout)
 }
 
 // A nodeSet is the nodes of one invocation: a lock node for each URL, and

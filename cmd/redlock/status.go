@@ -25,13 +25,8 @@ const (
 	markerKey   = "redlock:node"   // the node's restart marker
 )
 
-type statusFlags struct {
-	json    bool
-	timeout time.Duration
-}
-
 func newStatusCmd(nf *nodeFlags) *cobra.Command {
-	sf := &statusFlags{}
+	sf := &reportFlags{}
 	cmd := &cobra.Command{
 		Use:   "status [flags] KEY",
 		Short: "Show who holds a lock, node by node",
@@ -62,8 +57,7 @@ to tell, 64 for usage errors.`,
 			return runStatus(cmd.Context(), cmd.OutOrStdout(), nf, sf, args[0])
 		},
 	}
-	cmd.Flags().BoolVar(&sf.json, "json", false, "print the report as JSON")
-	cmd.Flags().DurationVar(&sf.timeout, "timeout", 2*time.Second, "how long to wait for each node")
+	sf.register(cmd)
 	return cmd
 }
 
@@ -103,14 +97,11 @@ func checkKey(key string) error {
 	return nil
 }
 
-func runStatus(ctx context.Context, w io.Writer, nf *nodeFlags, sf *statusFlags, key string) error {
+func runStatus(ctx context.Context, w io.Writer, nf *nodeFlags, sf *reportFlags, key string) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	if sf.timeout <= 0 {
-		return usagef("--timeout %v must be positive", sf.timeout)
-	}
-	ns, c, err := nf.connect(sf.timeout)
+	ns, c, err := sf.connect(nf)
 	if err != nil {
 		return err
 	}
