@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -150,14 +149,8 @@ func runDoctor(ctx context.Context, w io.Writer, nf *nodeFlags, df *reportFlags)
 	wg.Wait()
 	judge(rep, states, time.Now())
 
-	if df.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return &exitError{code: exitSoftware, err: err, msg: err.Error()}
-		}
-	} else {
-		printDoctor(w, rep)
+	if err := df.write(w, rep, func() { printDoctor(w, rep) }); err != nil {
+		return err
 	}
 	switch rep.Verdict {
 	case "healthy":

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -113,6 +115,21 @@ func (f *reportFlags) connect(nf *nodeFlags) (*nodeSet, *redlock.Client, error) 
 		return nil, nil, usagef("--timeout %v must be positive", f.timeout)
 	}
 	return nf.connect(f.timeout)
+}
+
+// write writes rep to w as indented JSON with --json, and otherwise as
+// text with print.
+func (f *reportFlags) write(w io.Writer, rep any, print func()) error {
+	if !f.json {
+		print()
+		return nil
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		return &exitError{code: exitSoftware, err: err, msg: err.Error()}
+	}
+	return nil
 }
 
 // A nodeSet is the nodes of one invocation: a lock node for each URL, and

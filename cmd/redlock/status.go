@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -110,14 +109,8 @@ func runStatus(ctx context.Context, w io.Writer, nf *nodeFlags, sf *reportFlags,
 	if err != nil {
 		return err
 	}
-	if sf.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return &exitError{code: exitSoftware, err: err, msg: err.Error()}
-		}
-	} else {
-		printStatus(w, rep)
+	if err := sf.write(w, rep, func() { printStatus(w, rep) }); err != nil {
+		return err
 	}
 	if rep.State == "unknown" {
 		return silentExit(exitUnavailable)
