@@ -25,6 +25,7 @@ type Lock struct {
 	token string
 	ttl   time.Duration
 	fence int64
+	start time.Time // when the acquiring round began
 
 	// settled is closed when every request of the acquiring round has
 	// returned; settledBy is when the round stopped waiting for them.
@@ -109,15 +110,25 @@ func (l *Lock) Context() context.Context {
 // moved it on.
 func (l *Lock) deadline() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.lost != nil {
+		l.mu.Unlock()
 		return
 	}
 	if d := time.Until(l.until); d > 0 {
 		l.timer.Reset(d) // extended in the meantime
+		l.mu.Unlock()
 		return
 	}
 	l.endLocked(errDeadline)
+	l.mu.Unlock()
+	l.lostNow(context.Background(), errDeadline)
+}
+
+// lostNow tells the Observer that the lock was lost.
+func (l *Lock) lostNow(ctx context.Context, cause error) {
+	if l.c.obs != nil {
+		l.c.obs.Observe(ctx, LostEvent{Key: l.key, Fence: l.fence, Held: time.Since(l.start), Cause: cause})
+	}
 }
 
 // endLocked records why the lock ended and ends its context. The first
@@ -152,6 +163,13 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err != nil {
 		return err
 	}
+	ctx, start := l.c.start(ctx, "extend", l.key)
+	err = l.extend(ctx, ttl)
+	l.c.finish(ctx, OpEvent{Op: "extend", Key: l.key, Start: start, TTL: ttl, Err: err})
+	return err
+}
+
+func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	l.op.Lock()
 	defer l.op.Unlock()
 	l.mu.Lock()
@@ -174,23 +192,32 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		[]string{l.key, markerKey}, []string{l.token, msString(ttl)})
 	if r.collect(l.c.quorum, 0) {
 		l.mu.Lock()
-		defer l.mu.Unlock()
-		if l.lost == nil && time.Now().Before(l.until) {
+		ok := l.lost == nil && time.Now().Before(l.until)
+		if ok {
 			l.until = validUntil(r.start, ttl, l.c.drift(ttl))
 			l.c.learn(ttl)
+		}
+		l.mu.Unlock()
+		l.c.roundDone(ctx, "extend", l.key, 1, r, ok)
+		if ok {
 			return nil
 		}
 		e.Nodes, e.Err = r.results, ErrExpired
 		return e
 	}
 	r.drain()
+	l.c.roundDone(ctx, "extend", l.key, 1, r, false)
 	e.Nodes = r.results
 	switch {
 	case r.count(Taken, Absent) > len(l.c.nodes)-l.c.quorum:
 		e.Err = ErrLockLost
 		l.mu.Lock()
+		first := l.lost == nil
 		l.endLocked(e)
 		l.mu.Unlock()
+		if first {
+			l.lostNow(ctx, e)
+		}
 	case !time.Now().Before(until):
 		e.Err = ErrExpired
 	default:
@@ -220,6 +247,13 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 //
 // A second Release returns ErrReleased.
 func (l *Lock) Release(ctx context.Context) error {
+	ctx, start := l.c.start(ctx, "release", l.key)
+	err := l.release(ctx)
+	l.c.finish(ctx, OpEvent{Op: "release", Key: l.key, Start: start, Held: time.Since(l.start), Err: err})
+	return err
+}
+
+func (l *Lock) release(ctx context.Context) error {
 	l.mu.Lock()
 	released, w := l.released, l.watchdog
 	l.released = true
@@ -247,6 +281,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	// caller needs to hear; one after the deadline, or one that finds the
 	// lock gone, is reported with every node's answer.
 	r := l.c.releaseRound(ctx, l.key, l.token, l.fence, l.c.fenceTTL(l.ttl), expired)
+	l.c.roundDone(ctx, "release", l.key, 1, r, r.count(OK) >= l.c.quorum)
 	if r.woke > 0 {
 		l.c.noteHandoff(l.key)
 	}

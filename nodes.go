@@ -62,7 +62,8 @@ func (c *Client) Probe(ctx context.Context) []NodeState {
 	r.drain()
 	c.learn(r.maxTTL)
 	q := c.quarantineFor(0)
-	c.observe(r, q)
+	c.roundDone(ctx, "probe", "", 1, r, r.count(OK) == len(c.nodes))
+	c.observe(ctx, r, q)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := range c.states {
@@ -109,14 +110,22 @@ func (c *Client) learn(ttl time.Duration) {
 	}
 }
 
-// observe records what a round showed of each node. A node whose answer
-// was not waited for keeps its previous state.
-func (c *Client) observe(r *round, quarantine time.Duration) {
+// observe records what a round showed of each node, and tells the
+// Observer of the changes. A node whose answer was not waited for keeps
+// its previous state.
+func (c *Client) observe(ctx context.Context, r *round, quarantine time.Duration) {
 	now := time.Now()
+	var changed []NodeEvent
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer func() {
+		c.mu.Unlock()
+		for _, e := range changed {
+			c.obs.Observe(ctx, e)
+		}
+	}()
 	for i, res := range r.results {
 		st := &c.states[i]
+		was := st.Health
 		switch {
 		case res.Outcome == NoAnswer && res.Err == nil:
 			continue
@@ -130,5 +139,8 @@ func (c *Client) observe(r *round, quarantine time.Duration) {
 			st.Health, st.Err, st.Until = NodeHealthy, nil, time.Time{}
 		}
 		st.Seen = now
+		if c.obs != nil && st.Health != was {
+			changed = append(changed, NodeEvent{Previous: was, State: *st})
+		}
 	}
 }

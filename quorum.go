@@ -234,9 +234,9 @@ func (r *round) count(outcomes ...Outcome) int {
 	return n
 }
 
-// acquire makes one acquisition round. On failure it cleans the round up on
-// every node before it returns.
-func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration) (*Lock, *OpError) {
+// acquire makes acquisition round n of a Lock. On failure it cleans the
+// round up on every node before it returns.
+func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, n int) (*Lock, *OpError) {
 	token := newToken()
 	q := c.quarantineFor(ttl)
 	r := c.send(ctx, c.nodeTimeout(ttl), 1, acquireScript, decodeAcquire,
@@ -247,15 +247,17 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration) (*L
 	// difference between the nodes' clocks and ours.
 	until := validUntil(r.start, ttl, c.drift(ttl))
 	granted := r.collect(c.quorum, q)
-	if granted && time.Now().Before(until) {
+	valid := granted && time.Now().Before(until)
+	c.roundDone(ctx, "acquire", key, n, r, valid)
+	if valid {
 		c.learn(max(r.maxTTL, ttl))
-		c.observe(r, q)
+		c.observe(ctx, r, q)
 		return &Lock{c: c, key: key, token: token, ttl: ttl, fence: r.fence,
-			until: until, settled: r.done, settledBy: r.deadline}, nil
+			start: r.start, until: until, settled: r.done, settledBy: r.deadline}, nil
 	}
-	c.cleanUp(ctx, key, token, r)
+	c.cleanUp(ctx, key, token, r, n)
 	c.learn(r.maxTTL) // with the late answers, which cleanUp waited for
-	c.observe(r, q)
+	c.observe(ctx, r, q)
 	e := &OpError{Op: "acquire", Key: key, Quorum: c.quorum, Rounds: 1, Nodes: r.results}
 	switch {
 	case granted:
@@ -281,9 +283,10 @@ func validUntil(start time.Time, ttl, drift time.Duration) time.Time {
 // after its answer was lost. It first waits for the round's late answers,
 // so that no release overtakes its own acquisition, and it is not cut
 // short by the cancellation of ctx.
-func (c *Client) cleanUp(ctx context.Context, key, token string, acq *round) {
+func (c *Client) cleanUp(ctx context.Context, key, token string, acq *round, n int) {
 	acq.drain()
 	r := c.releaseRound(ctx, key, token, acq.fence, c.fenceTTL(0), true)
+	c.roundDone(ctx, "cleanup", key, n, r, r.count(OK, Absent, Taken) == len(c.nodes))
 	if failed := len(c.nodes) - r.count(OK, Absent, Taken); failed > 0 {
 		c.log.Warn("redlock: clean-up of a failed acquisition did not reach every node; the keys left expire with their TTL",
 			"key", key, "nodes_failed", failed, "results", r.results)

@@ -80,6 +80,10 @@ type Options struct {
 
 	// Logger receives the client's logs. Default: none.
 	Logger *slog.Logger
+
+	// Observer is told of every operation, round, lost lock and change of
+	// a node's health, for metrics and traces. Default: none.
+	Observer Observer
 }
 
 // A Client obtains locks on a fixed set of independent Redis masters with
@@ -90,6 +94,7 @@ type Client struct {
 	quorum int
 	opts   Options
 	log    *slog.Logger
+	obs    Observer // nil: none
 
 	learned atomic.Int64 // the largest TTL seen, in nanoseconds
 
@@ -131,6 +136,7 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		quorum:   len(nodes)/2 + 1,
 		opts:     o,
 		log:      o.Logger,
+		obs:      o.Observer,
 		states:   make([]NodeState, len(nodes)),
 		gates:    make(map[string]*gate),
 		handoffs: make(map[string]time.Time),
@@ -201,13 +207,22 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*L
 	if err != nil {
 		return nil, err
 	}
-	l, e := c.acquire(ctx, key, ttl)
+	ctx, start := c.start(ctx, "acquire", key)
+	l, e := c.acquire(ctx, key, ttl, 1)
+	if e != nil && ctx.Err() != nil {
+		e.ctxErr, e.Err = ctx.Err(), nil
+	}
+	return c.acquired(ctx, start, key, ttl, 1, l, e)
+}
+
+// acquired reports the end of Lock or TryLock to the Observer, and returns
+// its result.
+func (c *Client) acquired(ctx context.Context, start time.Time, key string, ttl time.Duration, rounds int, l *Lock, e *OpError) (*Lock, error) {
 	if e != nil {
-		if ctx.Err() != nil {
-			e.ctxErr, e.Err = ctx.Err(), nil
-		}
+		c.finish(ctx, OpEvent{Op: "acquire", Key: key, Start: start, Rounds: rounds, TTL: ttl, Err: e})
 		return nil, e
 	}
+	c.finish(ctx, OpEvent{Op: "acquire", Key: key, Start: start, Rounds: rounds, TTL: ttl, Fence: l.fence})
 	return l, nil
 }
 
@@ -234,6 +249,14 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 	if err != nil {
 		return nil, err
 	}
+	ctx, start := c.start(ctx, "acquire", key)
+	rounds := 0
+	l, e := c.lock(ctx, key, ttl, &rounds)
+	return c.acquired(ctx, start, key, ttl, rounds, l, e)
+}
+
+// lock is Lock after the checks; it counts its rounds in *rounds.
+func (c *Client) lock(ctx context.Context, key string, ttl time.Duration, rounds *int) (*Lock, *OpError) {
 	e := &OpError{Op: "acquire", Key: key, Quorum: c.quorum}
 	leave, err := c.enter(ctx, key)
 	if err != nil {
@@ -248,7 +271,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 	var last error // the reason of the last completed round
 	var wake <-chan struct{}
 	for round := 1; ; round++ {
-		l, e := c.acquire(ctx, key, ttl)
+		*rounds = round
+		l, e := c.acquire(ctx, key, ttl, round)
 		if e == nil {
 			return l, nil
 		}

@@ -62,6 +62,7 @@ func Run(t *testing.T, dial Dialer) {
 	t.Run("AutoExtendLimit", s.testAutoExtendLimit)
 	t.Run("NotifiedWaiting", s.testNotifiedWaiting)
 	t.Run("CoalescedWaiters", s.testCoalescedWaiters)
+	t.Run("Observer", s.testObserver)
 }
 
 type suite struct {
