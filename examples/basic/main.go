@@ -1,0 +1,43 @@
+// Basic takes a distributed lock on three (or any number of) Redis
+// masters, shows its fencing token and validity, shows that a second
+// attempt is refused while it is held, and releases it.
+//
+// Usage:
+//
+//	basic [-nodes redis://host1:6379,redis://host2:6379,redis://host3:6379] [-key name] [-ttl 10s]
+//
+// The nodes default to $REDLOCK_NODES, else redis://127.0.0.1:6379.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/quorumlock/redlock/examples/internal/connect"
+)
+
+func main() {
+	nodes := flag.String("nodes", connect.DefaultNodes(), connect.FlagUsage)
+	key := flag.String("key", "examples:basic", "the `name` of the lock")
+	ttl := flag.Duration("ttl", 10*time.Second, "the lock's time to live")
+	flag.Parse()
+	urls, err := connect.Split(*nodes)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "basic: -nodes:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The options are nil: restart quarantine stays on, as it must for
+	// nodes that may have restarted without their keys.
+	err = run(ctx, urls, os.Stdout, config{key: *key, ttl: *ttl})
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "basic:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,85 @@
+// Package connect connects the example programs to their Redis nodes.
+//
+// Every example takes the same -nodes flag: a comma-separated list of
+// redis:// (or rediss://, unix://) URLs, one per independent Redis
+// master, whose default comes from the REDLOCK_NODES environment variable
+// and otherwise names a single local server.
+package connect
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/goredisnode"
+)
+
+// EnvNodes is the environment variable that lists the nodes when the
+// -nodes flag is not given.
+const EnvNodes = "REDLOCK_NODES"
+
+// DefaultURL is the node used when neither -nodes nor REDLOCK_NODES names
+// any.
+const DefaultURL = "redis://127.0.0.1:6379"
+
+// FlagUsage is the usage text of the -nodes flag.
+const FlagUsage = "comma-separated URLs of the independent Redis masters (default $" + EnvNodes + ", else " + DefaultURL + ")"
+
+// DefaultNodes returns the default value of the -nodes flag: the value of
+// REDLOCK_NODES if it is set and not blank, and DefaultURL otherwise.
+func DefaultNodes() string {
+	if v := strings.TrimSpace(os.Getenv(EnvNodes)); v != "" {
+		return v
+	}
+	return DefaultURL
+}
+
+// Split splits a comma-separated list of node URLs and trims the spaces
+// around each. It rejects a list with no URL in it or with an empty
+// element, such as "a,,b".
+func Split(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, errors.New("no node URLs given")
+	}
+	urls := strings.Split(list, ",")
+	for i, u := range urls {
+		urls[i] = strings.TrimSpace(u)
+		if urls[i] == "" {
+			return nil, fmt.Errorf("node list %q has an empty element", list)
+		}
+	}
+	return urls, nil
+}
+
+// Dial returns a lock client over one go-redis node per URL, with the
+// given options (nil selects the defaults), and a function that closes
+// the nodes. Dial does not connect: a node that is down makes the lock
+// operations report it, not Dial.
+func Dial(urls []string, opts *redlock.Options) (*redlock.Client, func() error, error) {
+	nodes := make([]*goredisnode.Node, 0, len(urls))
+	closeAll := func() error {
+		var errs []error
+		for _, n := range nodes {
+			if err := n.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("closing node %s: %w", n.Name(), err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	rnodes := make([]redlock.Node, 0, len(urls))
+	for _, u := range urls {
+		n, err := goredisnode.Dial(u)
+		if err != nil {
+			return nil, nil, errors.Join(err, closeAll())
+		}
+		nodes = append(nodes, n)
+		rnodes = append(rnodes, n)
+	}
+	c, err := redlock.New(rnodes, opts)
+	if err != nil {
+		return nil, nil, errors.Join(fmt.Errorf("creating the lock client: %w", err), closeAll())
+	}
+	return c, closeAll, nil
+}
