@@ -1,12 +1,12 @@
 // Package redlock provides distributed locks over N independent Redis
-// masters with the Redlock algorithm, as described on the Redis page
+// masters, using the Redlock algorithm described on the Redis page
 // "Distributed locks with Redis".
 //
-// A Client is built from Nodes, one per Redis master. The nodes must be
-// independent: no replication between them, each its own process on its
-// own host. The adapters in the goredisnode and rueidisnode modules make
-// Nodes from go-redis and rueidis clients; this package itself imports only
-// the standard library.
+// A [Client] is built from [Node] values, one per master. The masters must
+// be independent: no replication between them, no failover, each on its
+// own host. The goredisnode and rueidisnode modules make Nodes from
+// go-redis and rueidis clients. This package imports only the standard
+// library.
 //
 //	c, err := redlock.New(nodes, nil)
 //	...
@@ -15,120 +15,158 @@
 //		return err
 //	}
 //	defer l.Release(ctx)
-//	// Work here must finish before l.Until(), or extend the lock in time.
+//	// Finish before l.Until(), or extend the lock in time; stop when
+//	// l.Context() is done; send l.Fence() with every write.
+//
+// A Client and a [Lock] are safe for concurrent use by multiple goroutines.
 //
 // # The algorithm
 //
-// A single node is locked with SET key token NX PX ttl, where the token is
-// random and fresh for every attempt, and unlocked by a script that deletes
-// the key only if it still holds the token. Over N nodes, a round of
-// Client.Lock or Client.TryLock:
+// A single node is locked with SET key token NX PX ttl. The token is random
+// and new for every attempt. A script deletes the key only if it still
+// holds the token. A round of [Client.Lock] or [Client.TryLock]:
 //
 //  1. reads the monotonic clock (t0) and sends the SET to all N nodes at
-//     once, each request with a timeout far below the TTL;
-//  2. succeeds when at least N/2+1 nodes granted it and validity is left:
-//     the lock is valid until t0 + ttl − drift, where drift = ttl×0.01 +
-//     2ms allows for the nodes' clocks running at a slightly different rate
-//     from the client's (Options.DriftFactor, Options.MinDrift);
-//  3. otherwise deletes its token on all N nodes, also those that said no
-//     or did not answer, since a grant may have been applied after its
-//     reply was lost, and Lock tries again after a random pause.
+//     once, each request with a timeout far below the TTL
+//     (Options.NodeTimeout);
+//  2. succeeds when at least N/2+1 nodes granted it and validity is left.
+//     The lock is valid until t0 + ttl − drift, where drift = ttl×0.01 +
+//     2ms (Options.DriftFactor, Options.MinDrift) allows for the nodes'
+//     clocks running at a slightly different rate from the client's;
+//  3. otherwise deletes its token on all N nodes, also on those that said
+//     no or did not answer, since a grant may have been applied and its
+//     reply lost. Lock then tries again after a random pause.
 //
-// Lock.Extend moves the deadline with a script that sets a new expiry only
-// on keys that still hold the token; it succeeds with a quorum within the
-// current validity. Lock.Release deletes the token on all nodes.
+// A round ends as soon as it is decided; it does not wait for slow nodes.
+// The clean-up of a failed round is sent to every node, after the round's
+// late answers are in, before Lock or TryLock returns. Neither that
+// clean-up nor [Lock.Release] is cut short by the caller's context;
+// Options.ReleaseTimeout bounds them.
+//
+// [Lock.Extend] sets a new expiry only on keys that still hold the token. It
+// succeeds with a quorum within the current validity, and the new validity
+// is measured from the start of the extension. It never re-creates an
+// expired key. Lock.Release deletes the token on every node.
 //
 // # Guarantees
 //
-// Safety: at any moment at most one owner holds the lock within its
-// validity, provided that (a) the clocks of the client and the nodes run at
-// rates that differ by less than the drift allowance, (b) a node that
-// restarts and comes back without its keys does not vote while locks it
-// lost may still be valid (restart quarantine, below, enforces this unless
-// it is disabled), and (c) nodes do not evict lock keys (maxmemory-policy
-// noeviction: every lock key has an expiry, so volatile-* policies evict
-// them as readily as allkeys-* ones).
+// Mutual exclusion: at any moment at most one owner holds a key within the
+// validity it was given. This holds provided that:
+//
+//   - the clocks of the client and the nodes run at rates that differ by
+//     less than the drift allowance, and the clocks of a majority of the
+//     nodes do not step forward;
+//   - a node that lost its keys does not vote while the locks it granted
+//     may still be valid (restart quarantine, below, enforces this unless
+//     it is disabled);
+//   - nodes do not evict lock keys. Use maxmemory-policy noeviction: every
+//     lock key has an expiry, so volatile-* policies evict lock keys as
+//     readily as allkeys-* policies do.
 //
 // Liveness: every lock expires, so a crashed owner blocks others for at
-// most its TTL; and locks can be obtained while a majority of the nodes is
+// most its TTL. Locks can be obtained while a majority of the nodes is
 // reachable and out of quarantine.
 //
 // # Fencing tokens
 //
-// Lock.Fence returns a number that is greater than the fence of every
-// earlier owner of the same key, as long as the nodes' clocks differ by
-// less than the TTL. Each node keeps a counter per key that a grant sets to
-// max(counter+1, the node's clock in microseconds) and that a release lifts
-// to at least the released lock's fence; the lock's fence is the largest
-// its granting nodes gave. Because fences follow the nodes' clocks, they
-// keep increasing when counters are lost to a restart or a flush. A
-// resource that rejects any write whose fence is not greater than the
-// greatest it has accepted is safe even from an owner that paused past its
-// deadline.
+// [Lock.Fence] returns a number greater than the fence of every earlier
+// owner of the same key. Each node keeps a counter per key. A grant sets it
+// to max(counter+1, the node's clock in microseconds), and a release raises
+// it on every node to at least the released lock's fence. A lock's fence is
+// the largest value its granting nodes returned. It costs no extra round
+// trip.
+//
+// Because fences follow the nodes' clocks, they keep rising after a counter
+// is lost to a restart, a flush or its expiry. They come from no consensus
+// protocol: they are ordered only while the nodes' clocks differ by less
+// than the TTL and do not step back by more than a counter's lifetime (ten
+// TTLs, at least a minute).
+//
+// A resource that refuses every write whose fence is below the largest it
+// has accepted is safe even from an owner that paused past its deadline.
 //
 // # Restart quarantine
 //
-// A node that restarts without persistence forgets the locks it granted.
-// If it voted at once, it could grant a lock that is still held through the
-// other nodes. So the acquire script reports how long the node's process
-// has run, and a node counts toward a quorum only once it has run for
-// longer than any lock it might have lost could live: the TTL asked for,
-// the largest TTL this client has seen, or the largest TTL any node of the
-// round reports having granted, whichever is longest (Options.Quarantine
-// sets a floor). A newly started node is quarantined like a restarted one;
-// Options.DisableQuarantine turns this off for nodes that run with
-// appendfsync always, whose keys survive restarts. Client.States and
-// Client.Probe report each node's state.
+// A node that restarts without its keys forgets the locks it granted. If it
+// voted at once, it could grant a lock that the other nodes still hold for
+// someone else. So a node does not count toward a quorum until its
+// redis-server process has run for longer than any lock it may have lost
+// could live: the TTL asked for, the largest TTL this client has seen, or
+// the largest TTL any node of the round has recorded, whichever is longest.
+// Options.Quarantine sets a floor. The acquire script reports how long the
+// node's process has run.
+//
+// A newly started node is quarantined like a restarted one. So is a node
+// restarted from an RDB snapshot or an append-only file, since it lacks the
+// grants made after its data was saved. Set Options.DisableQuarantine only
+// for nodes that run with appendonly yes and appendfsync always, which keep
+// every grant across a restart. [Client.States] and [Client.Probe] report
+// each node's state.
 //
 // # Losing a lock
 //
-// Lock.Context returns a context that ends, with a cause wrapping
-// ErrLockLost, at the validity deadline unless an extension succeeded in
-// time, or as soon as Extend sees that a quorum no longer holds the token.
-// Lock.AutoExtend extends the lock in the background every third of its
-// TTL and stops at the first definite loss; it never re-creates an expired
-// key.
+// [Lock.Context] returns a context that ends at the validity deadline,
+// unless an extension succeeded in time, or as soon as Extend finds that a
+// quorum no longer holds the token. Its cause then wraps [ErrLockLost];
+// after Release it is [ErrReleased]. [Lock.AutoExtend] extends the lock in
+// the background every third of its TTL and stops at the first sign that
+// the lock is gone.
 //
 // # Waiting
 //
 // Lock does not poll blindly. The release script publishes on
-// "redlock:released:" + key; on nodes that implement Notifier (both
-// adapters do), a waiting Lock subscribes after its first failed round
-// and tries again as soon as the key is released, after a random pause of
-// a few milliseconds that keeps woken waiters from splitting the votes.
+// "redlock:released:" + key. On nodes that implement [Notifier] (both
+// adapters do), a waiting Lock subscribes after its first failed round and
+// tries again as soon as the key is released, after a random pause of a
+// few milliseconds that keeps woken waiters from splitting the votes.
 // Polling every Options.RetryDelay remains as the fallback, for instance
 // for locks that expire instead of being released. Goroutines of one
 // Client waiting for the same key queue in the process, so only one of
-// them contends at a time; and a Client whose release woke waiters holds
-// back briefly before it takes the same key again, so that waiters get
-// their turn.
+// them contends at a time. A Client whose release woke waiters holds back
+// briefly before it takes the same key again, so that a waiter gets its
+// turn. There is no queue across processes: waiting is not first come,
+// first served.
 //
 // # Keys
 //
 // Besides each lock key, the client writes "redlock:fence:" + key, the
 // lock's fence counter, which expires ten TTLs (at least a minute) after
 // the last grant, and one hash per node, "redlock:node", with the process
-// start time and the largest TTL used on it. Lock keys with those names
-// are rejected.
+// start time, the largest TTL used on the node and the last LASTSAVE seen.
+// Lock keys with those names are rejected.
 //
-// # Limits
+// # What is not guaranteed
 //
-// A lock with a deadline cannot stop an owner that pauses (a garbage
-// collection, a page fault, a stopped process) past its deadline and then
-// carries on: it may act while another owner holds the lock. The context
-// and the deadline tell an owner when to stop; a resource that must never
-// see two owners has to check the fencing token itself. Redlock also relies
-// on bounded clock drift: a node's clock jumping forward expires keys early
-// and makes fences jump, so configure NTP to slew rather than step. A node
-// that restarts from a snapshot or an append-only file is quarantined like
-// one that comes back empty (it may lack the grants made since the data
-// was saved), unless it restarts within the same second as its last save:
-// LASTSAVE, by which the scripts notice, counts whole seconds.
+// A lock with a deadline cannot stop an owner that pauses past it (a
+// garbage collection, a page fault, a stopped process or machine) and then
+// carries on. Such an owner may act while another owner holds the lock.
+// The context and the deadline tell an owner when to stop; they do not
+// stop it. A resource that must never see two owners has to check the
+// fencing token itself.
+//
+// The deadline is measured on the client's monotonic clock, so a step of
+// the client's wall clock does not move it; the rate of that clock still
+// counts. Redis expires keys by the node's wall clock. A node clock that
+// jumps forward expires keys early, and on a majority of the nodes it can
+// hand a lock out twice. Configure NTP to slew the clocks, never to step
+// them, at a rate well below the drift allowance.
+//
+// Replication breaks mutual exclusion: a replica promoted by a failover may
+// lack the latest grants, and quarantine cannot see a failover. So does
+// deleting or flushing lock keys on a node in service. A restart from a
+// snapshot or an append-only file within the same wall-clock second as the
+// save the node's hash last recorded goes unnoticed, since LASTSAVE counts
+// whole seconds.
+//
+// Release returns once a quorum has confirmed; a node it misses keeps the
+// key until the key expires. A request that timed out may still reach its
+// node after the clean-up of its round has passed; the key it sets blocks
+// others until it expires, though nobody holds the lock.
 //
 // # Errors
 //
-// Operations return *OpError, which says what each node did, wrapping one
-// of ErrTaken, ErrNoQuorum, ErrExpired or ErrLockLost; errors.Is works on
-// them and on the caller's context errors. Bad arguments give errors
-// wrapping ErrInvalid.
+// Operations return [*OpError], which says what each node did, wrapping one
+// of [ErrTaken], [ErrNoQuorum], [ErrExpired] or [ErrLockLost]. errors.Is
+// works on them and on the caller's context errors. Bad arguments give
+// errors wrapping [ErrInvalid].
 package redlock
