@@ -38,8 +38,9 @@
 //     reply lost. Lock then tries again after a random pause.
 //
 // A round ends as soon as it is decided; it does not wait for slow nodes.
-// The clean-up of a failed round is sent to every node, after the round's
-// late answers are in, before Lock or TryLock returns. Neither that
+// The clean-up of a failed round is sent to every node, once the round's
+// other requests have returned or timed out, before Lock or TryLock
+// returns. Neither that
 // clean-up nor [Lock.Release] is cut short by the caller's context;
 // Options.ReleaseTimeout bounds them.
 //
