@@ -91,10 +91,10 @@ func staleWrite(ctx context.Context, urls []string, w io.Writer, st *store, cfg 
 	}
 	fmt.Fprintf(w, "holder A: resumes and sells %d with fence %d: REJECTED by the database, 0 rows affected: %s\n",
 		cfg.qty, a.Fence(), st.why(ctx, cfg.sku, cfg.qty, a.Fence()))
-	fmt.Fprintf(w, "holder A: stock stays %d (was %d before the stale write)\n", res.after, res.before)
 	if res.after != res.before {
 		return res, fmt.Errorf("the stock changed from %d to %d although the stale write was refused", res.before, res.after)
 	}
+	fmt.Fprintf(w, "holder A: the stock is still %d: the refused write changed nothing\n", res.after)
 
 	// Release tells A what it missed.
 	if err := a.Release(ctx); errors.Is(err, redlock.ErrExpired) || errors.Is(err, redlock.ErrLockLost) {
