@@ -106,8 +106,10 @@ func (s *store) item(ctx context.Context, sku string) (stock int, fence int64, e
 // stock. sell reports whether it was applied; when it was not, the row is
 // unchanged, and why explains the refusal.
 //
-// No check made before the statement could do the same: the lock could
-// be lost between the check and the write.
+// Each holder of the lock writes once, so the fence must be strictly
+// greater; a holder that wrote several times under one lock would need
+// fence <= $2 instead. No check made before the statement could do the
+// same: the lock could be lost between the check and the write.
 func (s *store) sell(ctx context.Context, sku string, qty int, fence int64) (applied bool, err error) {
 	res, err := s.db.ExecContext(ctx,
 		`UPDATE items SET stock = stock - $1, fence = $2
