@@ -22,8 +22,10 @@ type Node interface {
 	// NOSCRIPT, send EVAL with script.Source().
 	//
 	// The reply is returned as an int64 (integer), a string (bulk or simple
-	// string), a []any (array) or nil (null); a Redis error reply is
-	// returned as a non-nil error. Eval must give up when ctx is done.
+	// string), a []any (array) or nil (null); an array of integers only may
+	// also be returned as a []int64, which spares the boxing of each
+	// element. A Redis error reply is returned as a non-nil error. Eval
+	// must give up when ctx is done.
 	//
 	// A client library that retries a command after a network error may
 	// run a script twice; the acquire script is written so that a retry

@@ -43,12 +43,17 @@ type decoded struct {
 type round struct {
 	start    time.Time       // just before the first request was sent
 	deadline time.Time       // when the requests are cut off
-	expired  <-chan struct{} // closed at the deadline, or earlier if the caller's context ends
+	ctx      context.Context // the requests' context: ends at the deadline
+	expired  <-chan struct{} // ctx.Done(): closed at the deadline, or earlier if the caller's context ends
 	replies  chan reply      // buffered: senders never block
 	done     chan struct{}   // closed when every request has returned
 	running  atomic.Int32    // requests that have not returned
-	cancel   func()          // ends the requests' context; called with done
+	cancel   func()          // ends ctx; called with done
 	decode   func(any) decoded
+
+	script     *Script
+	keys, args []string
+	reqs       []request // each node's request, for the nodes' lanes
 
 	results []NodeResult  // filled in as the answers are collected
 	decoded []decoded     // each node's decoded answer; age -1 until known
@@ -62,6 +67,10 @@ type round struct {
 // timeout. A request that fails before then is sent again, up to tries
 // times in all; only idempotent scripts may be tried more than once. The
 // answers are decoded with decode.
+//
+// A node that is a Batcher gets its request through its lane, batched with
+// the requests of other rounds; any other node gets a goroutine that calls
+// Eval.
 func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, script *Script, decode func(any) decoded, keys, args []string) *round {
 	n := len(c.nodes)
 	r := &round{
@@ -69,6 +78,10 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 		replies: make(chan reply, n),
 		done:    make(chan struct{}),
 		decode:  decode,
+		script:  script,
+		keys:    keys,
+		args:    args,
+		reqs:    make([]request, n),
 		results: make([]NodeResult, n),
 		decoded: make([]decoded, n),
 		pending: n,
@@ -78,27 +91,37 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 	// stops at the same deadline, which also bounds a Node that ignores
 	// its context.
 	r.deadline = r.start.Add(timeout)
-	ctx, r.cancel = context.WithDeadline(ctx, r.deadline)
-	r.expired = ctx.Done()
+	r.ctx, r.cancel = context.WithDeadline(ctx, r.deadline)
+	r.expired = r.ctx.Done()
 	r.running.Store(int32(n))
 	for i, node := range c.nodes {
 		r.results[i].Node = node.Name()
 		r.decoded[i].age = -1
+		q := &r.reqs[i]
+		q.r, q.node, q.tries = r, i, tries
+		if ln := c.lanes[i]; ln != nil {
+			ln.submit(q)
+			continue
+		}
 		go func() {
-			v, err := node.Eval(ctx, script, keys, args)
-			retried := false
-			for try := 1; err != nil && try < tries && ctx.Err() == nil; try++ {
-				v, err = node.Eval(ctx, script, keys, args)
-				retried = true
+			v, err := node.Eval(r.ctx, script, keys, args)
+			for ; err != nil && q.tries > 1 && r.ctx.Err() == nil; q.tries-- {
+				v, err = node.Eval(r.ctx, script, keys, args)
+				q.retry = true
 			}
-			r.replies <- reply{node: i, val: v, err: err, latency: time.Since(r.start), retried: retried}
-			if r.running.Add(-1) == 0 {
-				r.cancel()
-				close(r.done)
-			}
+			r.deliver(q, v, err)
 		}()
 	}
 	return r
+}
+
+// deliver hands the answer to request q to the round's collector.
+func (r *round) deliver(q *request, v any, err error) {
+	r.replies <- reply{node: q.node, val: v, err: err, latency: time.Since(r.start), retried: q.retry}
+	if r.running.Add(-1) == 0 {
+		r.cancel()
+		close(r.done)
+	}
 }
 
 // collect gathers answers until the round is decided: it returns true as
@@ -327,6 +350,9 @@ func msString(d time.Duration) string {
 
 // ints returns v as n integers, if it is an array of exactly n integers.
 func ints(v any, n int) ([]int64, bool) {
+	if a, ok := v.([]int64); ok {
+		return a, len(a) == n
+	}
 	a, ok := v.([]any)
 	if !ok || len(a) != n {
 		return nil, false

@@ -95,6 +95,7 @@ type Client struct {
 	opts   Options
 	log    *slog.Logger
 	obs    Observer // nil: none
+	lanes  []*lane  // for each node that is a Batcher; nil for others
 
 	learned atomic.Int64 // the largest TTL seen, in nanoseconds
 
@@ -141,8 +142,12 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		gates:    make(map[string]*gate),
 		handoffs: make(map[string]time.Time),
 	}
+	c.lanes = make([]*lane, len(nodes))
 	for i, n := range nodes {
 		c.states[i].Node = n.Name()
+		if b, ok := n.(Batcher); ok {
+			c.lanes[i] = newLane(b)
+		}
 	}
 	return c, nil
 }

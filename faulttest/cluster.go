@@ -568,6 +568,36 @@ func (n *tapNode) Eval(ctx context.Context, s *redlock.Script, keys, args []stri
 	return v, err
 }
 
+// EvalBatch makes the tapNode a redlock.Batcher, so that the suite runs
+// the client's batching path: it notes each call as Eval does and hands
+// the batch to the adapter.
+func (n *tapNode) EvalBatch(ctx context.Context, calls []redlock.Call) {
+	for _, c := range calls {
+		if c.Script.Name() == "acquire" && len(c.Args) > 0 {
+			n.cl.noteRound(c.Args[0])
+		}
+	}
+	n.mu.Lock()
+	n.inFlight += len(calls)
+	n.mu.Unlock()
+	if b, ok := n.Node.(redlock.Batcher); ok {
+		b.EvalBatch(ctx, calls)
+	} else {
+		for i := range calls {
+			c := &calls[i]
+			c.Reply, c.Err = n.Node.Eval(ctx, c.Script, c.Keys, c.Args)
+		}
+	}
+	n.mu.Lock()
+	n.inFlight -= len(calls)
+	n.mu.Unlock()
+	for _, c := range calls {
+		if c.Script.Name() == "acquire" && len(c.Args) > 0 && !timedOut(c.Err) {
+			n.cl.noteSettled(c.Args[0], n.i)
+		}
+	}
+}
+
 // timedOut reports whether a request ended without learning whether the
 // node ran it: it timed out, or the caller's context ended it. A command
 // already sent may then still reach the node. Other errors come after the

@@ -40,7 +40,7 @@ type Node struct {
 	hub hub // subscriptions for Notify
 }
 
-var _ redlock.Node = (*Node)(nil)
+var _ redlock.Batcher = (*Node)(nil)
 
 // New returns a Node that runs scripts through c, which may be any client
 // that can evaluate scripts: a *redis.Client, or any [redis.UniversalClient].
@@ -114,14 +114,73 @@ func (n *Node) Eval(ctx context.Context, script *redlock.Script, keys, args []st
 
 // eval is Eval for the script src whose digest is sha.
 func (n *Node) eval(ctx context.Context, sha, src string, keys, args []string) (any, error) {
-	argv := make([]any, len(args))
+	a := argv(args)
+	cmd := n.c.EvalSha(ctx, sha, keys, a...)
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		cmd = n.c.Eval(ctx, src, keys, a...)
+	}
+	return result(cmd)
+}
+
+// EvalBatch runs every call as Eval would, in one pipeline: one write of
+// EVALSHA commands, and one more of EVAL commands for the calls whose
+// script the server did not have cached. It implements [redlock.Batcher].
+// A single call, and every call of a client that cannot pipeline (a
+// [redis.Scripter] without a Pipeline method), runs as Eval runs it.
+func (n *Node) EvalBatch(ctx context.Context, calls []redlock.Call) {
+	p, ok := n.c.(pipeliner)
+	if !ok || len(calls) == 1 {
+		for i := range calls {
+			c := &calls[i]
+			c.Reply, c.Err = n.Eval(ctx, c.Script, c.Keys, c.Args)
+		}
+		return
+	}
+	cmds := make([]*redis.Cmd, len(calls))
+	pipe := p.Pipeline()
+	for i, c := range calls {
+		cmds[i] = pipe.EvalSha(ctx, c.Script.SHA1(), c.Keys, argv(c.Args)...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	var again []int
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			again = append(again, i)
+			continue
+		}
+		calls[i].Reply, calls[i].Err = result(cmd)
+	}
+	if len(again) == 0 {
+		return
+	}
+	pipe = p.Pipeline()
+	for _, i := range again {
+		c := calls[i]
+		cmds[i] = pipe.Eval(ctx, c.Script.Source(), c.Keys, argv(c.Args)...)
+	}
+	_, _ = pipe.Exec(ctx)
+	for _, i := range again {
+		calls[i].Reply, calls[i].Err = result(cmds[i])
+	}
+}
+
+// pipeliner is a client that can pipeline commands, as *redis.Client does.
+type pipeliner interface {
+	Pipeline() redis.Pipeliner
+}
+
+// argv returns args as the arguments of a go-redis command.
+func argv(args []string) []any {
+	v := make([]any, len(args))
 	for i, a := range args {
-		argv[i] = a
+		v[i] = a
 	}
-	v, err := n.c.EvalSha(ctx, sha, keys, argv...).Result()
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		v, err = n.c.Eval(ctx, src, keys, argv...).Result()
-	}
+	return v
+}
+
+// result returns the reply of cmd as Eval does.
+func result(cmd *redis.Cmd) (any, error) {
+	v, err := cmd.Result()
 	if err != nil {
 		if errors.Is(err, redis.Nil) {
 			return nil, nil

@@ -37,7 +37,7 @@ type Node struct {
 	closeOnce sync.Once
 }
 
-var _ redlock.Node = (*Node)(nil)
+var _ redlock.Batcher = (*Node)(nil)
 
 // New returns a Node that runs scripts through c.
 //
@@ -116,8 +116,8 @@ func (n *Node) Name() string { return n.name }
 // Eval runs script on the node with EVALSHA and, if the server does not
 // have the script cached, with EVAL. It implements [redlock.Node].
 //
-// Integer and string replies are returned as int64 and string, arrays as
-// []any of such values, and a null reply or a Lua false as nil. Under RESP3,
+// Integer and string replies are returned as int64 and string, arrays of
+// integers as []int64, other arrays as []any of such values, and a null reply or a Lua false as nil. Under RESP3,
 // a Lua true is returned as int64(1), as under RESP2. A Redis error reply is
 // returned as an error whose text is the server's message (for example
 // "ERR ...") and which wraps the rueidis error, a *rueidis.RedisError, for
@@ -133,6 +133,46 @@ func (n *Node) eval(ctx context.Context, sha, src string, keys, args []string) (
 	if rerr, ok := rueidis.IsRedisErr(resp.Error()); ok && rerr.IsNoScript() {
 		resp = n.c.Do(ctx, n.c.B().Eval().Script(src).Numkeys(nk).Key(keys...).Arg(args...).Build())
 	}
+	return result(resp)
+}
+
+// EvalBatch runs every call as Eval would, in one DoMulti: the EVALSHA
+// commands are written together, and EVAL is sent for the calls whose
+// script the server did not have cached. It implements [redlock.Batcher].
+func (n *Node) EvalBatch(ctx context.Context, calls []redlock.Call) {
+	if len(calls) == 1 {
+		c := &calls[0]
+		c.Reply, c.Err = n.Eval(ctx, c.Script, c.Keys, c.Args)
+		return
+	}
+	cmds := make(rueidis.Commands, len(calls))
+	for i, c := range calls {
+		cmds[i] = n.c.B().Evalsha().Sha1(c.Script.SHA1()).Numkeys(int64(len(c.Keys))).Key(c.Keys...).Arg(c.Args...).Build()
+	}
+	resps := n.c.DoMulti(ctx, cmds...)
+	var again []int
+	for i, resp := range resps {
+		if rerr, ok := rueidis.IsRedisErr(resp.Error()); ok && rerr.IsNoScript() {
+			again = append(again, i)
+			continue
+		}
+		calls[i].Reply, calls[i].Err = result(resp)
+	}
+	if len(again) == 0 {
+		return
+	}
+	cmds = cmds[:0]
+	for _, i := range again {
+		c := calls[i]
+		cmds = append(cmds, n.c.B().Eval().Script(c.Script.Source()).Numkeys(int64(len(c.Keys))).Key(c.Keys...).Arg(c.Args...).Build())
+	}
+	for j, resp := range n.c.DoMulti(ctx, cmds...) {
+		calls[again[j]].Reply, calls[again[j]].Err = result(resp)
+	}
+}
+
+// result returns resp as Eval does.
+func result(resp rueidis.RedisResult) (any, error) {
 	msg, err := resp.ToMessage()
 	if err != nil {
 		if rueidis.IsRedisNil(err) {
@@ -168,6 +208,9 @@ func normalize(m *rueidis.RedisMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if v, ok := int64s(vals); ok {
+			return v, nil
+		}
 		out := make([]any, len(vals))
 		for i := range vals {
 			if out[i], err = normalize(&vals[i]); err != nil {
@@ -199,6 +242,23 @@ func normalize(m *rueidis.RedisMessage) (any, error) {
 		}
 	}
 	return nil, fmt.Errorf("rueidisnode: unsupported reply %s", m)
+}
+
+// int64s returns vals as a []int64 if every one is an integer.
+func int64s(vals []rueidis.RedisMessage) ([]int64, bool) {
+	if len(vals) == 0 {
+		return nil, false
+	}
+	for i := range vals {
+		if !vals[i].IsInt64() {
+			return nil, false
+		}
+	}
+	out := make([]int64, len(vals))
+	for i := range vals {
+		out[i], _ = vals[i].AsInt64()
+	}
+	return out, true
 }
 
 // replyError returns err, the error rueidis made of the error reply m, as

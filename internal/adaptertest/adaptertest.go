@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/leaktest"
 	"github.com/quorumlock/redlock/internal/redistest"
 )
 
@@ -112,6 +113,7 @@ func Run[N Node](t *testing.T, a Adapter[N]) {
 		{"Decode", testDecode[N]},
 		{"Concurrent", testConcurrent[N]},
 		{"NoScriptFallback", testNoScriptFallback[N]},
+		{"Batch", testBatch[N]},
 		{"ErrorReply", testErrorReply[N]},
 		{"Context", testContext[N]},
 		{"DialServerDown", testDialServerDown[N]},
@@ -133,9 +135,10 @@ func Run[N Node](t *testing.T, a Adapter[N]) {
 
 // Main is the TestMain of an adapter's tests: it starts n redis-server
 // processes for the package's examples, stores their URLs in *urls, runs
-// the tests, stops the servers and exits. If a server does not start, it
+// the tests, stops the servers, checks that the tests left no goroutines
+// running (internal/leaktest) and exits. If a server does not start, it
 // exits at once with status 1.
-func Main(m *testing.M, n int, urls *[]string) {
+func Main(m *testing.M, n int, urls *[]string, opts ...leaktest.Option) {
 	var servers []*redistest.Server
 	stop := func() {
 		for _, srv := range servers {
@@ -152,9 +155,7 @@ func Main(m *testing.M, n int, urls *[]string) {
 		servers = append(servers, srv)
 		*urls = append(*urls, srv.URL())
 	}
-	code := m.Run()
-	stop()
-	os.Exit(code)
+	leaktest.Main(m, append(opts, leaktest.Cleanup(stop))...)
 }
 
 // Dialer turns an adapter's Dial into a test helper: one that dials url,
@@ -341,7 +342,28 @@ func eval(ctx context.Context, n redlock.Node, st step) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return n.Eval(ctx, s, st.keys, st.args)
+	v, err := n.Eval(ctx, s, st.keys, st.args)
+	return Canonical(v), err
+}
+
+// Canonical returns a reply with every array as a []any: an adapter may
+// return an array of integers as a []int64 instead (see redlock.Node).
+func Canonical(v any) any {
+	switch v := v.(type) {
+	case []int64:
+		a := make([]any, len(v))
+		for i, e := range v {
+			a[i] = e
+		}
+		return a
+	case []any:
+		a := make([]any, len(v))
+		for i, e := range v {
+			a[i] = Canonical(e)
+		}
+		return a
+	}
+	return v
 }
 
 // Acquire runs the acquire script on n as the lock client does, to take
@@ -358,6 +380,10 @@ func Status(reply any) (status int64, ok bool) {
 	switch r := reply.(type) {
 	case int64:
 		return r, true
+	case []int64:
+		if len(r) > 0 {
+			return r[0], true
+		}
 	case []any:
 		if len(r) > 0 {
 			status, ok = r[0].(int64)

@@ -41,6 +41,12 @@ func (s *suite) testScripts(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s %v: %v", sc.Name(), args, err)
 		}
+		if a, ok := v.([]int64); ok { // as an adapter may return an array of integers
+			v = make([]any, len(a))
+			for i, e := range a {
+				v.([]any)[i] = e
+			}
+		}
 		return v
 	}
 	acq := func(token string) []int64 {

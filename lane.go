@@ -1,0 +1,179 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// A Batcher is a Node that can run several scripts in one round trip.
+//
+// A Client sends the requests of concurrent rounds to a Batcher through a
+// few long-lived goroutines per node, each of which takes every request
+// waiting for the node and hands them to EvalBatch together, instead of
+// running a goroutine per node per request. The node then sees a few large
+// writes instead of many small ones. The adapters in the goredisnode and
+// rueidisnode modules implement Batcher with a pipeline.
+type Batcher interface {
+	Node
+
+	// EvalBatch runs every call as Eval would, writing them to the node
+	// together, and sets each call's Reply and Err. A call whose script
+	// the node does not have cached must still succeed, as with Eval.
+	// EvalBatch must give up when ctx is done, setting Err on the calls
+	// without an answer.
+	EvalBatch(ctx context.Context, calls []Call)
+}
+
+// A Call is one script run of a batch; see Batcher.
+type Call struct {
+	Script *Script
+	Keys   []string
+	Args   []string
+
+	Reply any   // set by EvalBatch, as Eval returns it
+	Err   error // set by EvalBatch, as Eval returns it
+}
+
+// Limits of a lane.
+const (
+	laneWorkers  = 4               // goroutines per node sending batches at once
+	laneBatch    = 128             // most requests in one batch
+	laneLingerOn = 2 * time.Second // how long an idle goroutine waits for work
+)
+
+// A lane is the way to one Batcher node: a queue of requests, served by up
+// to laneWorkers goroutines that each send what is queued as one batch.
+// Goroutines start when requests come and end after laneLingerOn without
+// any.
+type lane struct {
+	node Batcher
+
+	mu      sync.Mutex
+	queue   []*request
+	workers int           // goroutines running
+	idle    int           // goroutines waiting for wake
+	wake    chan struct{} // a token for an idle goroutine; cap laneWorkers
+}
+
+// A request is one node's part of a round.
+type request struct {
+	r     *round
+	node  int
+	tries int // tries left, this one included
+	retry bool
+}
+
+func newLane(n Batcher) *lane {
+	return &lane{node: n, wake: make(chan struct{}, laneWorkers)}
+}
+
+// submit queues q and makes sure a goroutine will send it.
+func (ln *lane) submit(q *request) {
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	ln.queue = append(ln.queue, q)
+	switch {
+	case ln.idle > 0:
+		// Sent under mu, so that a goroutine giving up at the same
+		// time either sees the token or is not counted as idle.
+		ln.idle--
+		ln.wake <- struct{}{}
+	case ln.workers < laneWorkers:
+		ln.workers++
+		go ln.work()
+	}
+	// Otherwise every goroutine is busy, and the first one done takes q.
+}
+
+// work sends batches until there has been no request for laneLingerOn.
+func (ln *lane) work() {
+	var batch []*request
+	var calls []Call
+	var linger *time.Timer
+	for {
+		ln.mu.Lock()
+		if len(ln.queue) == 0 {
+			ln.idle++
+			ln.mu.Unlock()
+			if linger == nil {
+				linger = time.NewTimer(laneLingerOn)
+			} else {
+				linger.Reset(laneLingerOn)
+			}
+			select {
+			case <-ln.wake:
+				linger.Stop()
+				continue
+			case <-linger.C:
+			}
+			ln.mu.Lock()
+			select {
+			case <-ln.wake: // work came as the timer fired
+				ln.mu.Unlock()
+				continue
+			default:
+				ln.idle--
+				ln.workers--
+				ln.mu.Unlock()
+				return
+			}
+		}
+		n := min(len(ln.queue), laneBatch)
+		batch = append(batch[:0], ln.queue[:n]...)
+		rest := copy(ln.queue, ln.queue[n:])
+		clear(ln.queue[rest:])
+		ln.queue = ln.queue[:rest]
+		ln.mu.Unlock()
+		calls = ln.send(batch, calls[:0])
+	}
+}
+
+// send runs one batch and delivers its answers. Requests whose round has
+// ended are answered with the round's error without being sent. It
+// returns calls for reuse.
+func (ln *lane) send(batch []*request, calls []Call) []Call {
+	var deadline time.Time
+	var base context.Context
+	live := batch[:0]
+	for _, q := range batch {
+		if err := q.r.ctx.Err(); err != nil {
+			q.r.deliver(q, nil, err)
+			continue
+		}
+		live = append(live, q)
+		calls = append(calls, Call{Script: q.r.script, Keys: q.r.keys, Args: q.r.args})
+		if d := q.r.deadline; d.After(deadline) {
+			deadline, base = d, q.r.ctx
+		}
+	}
+	if len(live) == 0 {
+		return calls
+	}
+	if len(live) == 1 {
+		ln.node.EvalBatch(base, calls)
+	} else {
+		// The batch lasts as long as its longest round, whatever happens
+		// to the others; each round stops waiting for its own answer at
+		// its own deadline.
+		ctx, cancel := context.WithDeadline(context.WithoutCancel(base), deadline)
+		ln.node.EvalBatch(ctx, calls)
+		cancel()
+	}
+	var again []*request
+	for i, q := range live {
+		c := &calls[i]
+		if c.Err != nil && q.tries > 1 && q.r.ctx.Err() == nil {
+			q.tries--
+			q.retry = true
+			again = append(again, q)
+			continue
+		}
+		q.r.deliver(q, c.Reply, c.Err)
+	}
+	clear(calls) // drop the replies
+	for _, q := range again {
+		ln.submit(q)
+	}
+	return calls[:0]
+}
