@@ -54,6 +54,8 @@ type lane struct {
 	workers int           // goroutines running
 	idle    int           // goroutines waiting for wake
 	wake    chan struct{} // a token for an idle goroutine; cap laneWorkers
+	closed  chan struct{} // closed by close: idle goroutines end at once
+	once    sync.Once
 }
 
 // A request is one node's part of a round.
@@ -65,7 +67,13 @@ type request struct {
 }
 
 func newLane(n Batcher) *lane {
-	return &lane{node: n, wake: make(chan struct{}, laneWorkers)}
+	return &lane{node: n, wake: make(chan struct{}, laneWorkers), closed: make(chan struct{})}
+}
+
+// close ends the lane's idle goroutines, now and from now on. A request
+// submitted later is still sent.
+func (ln *lane) close() {
+	ln.once.Do(func() { close(ln.closed) })
 }
 
 // submit queues q and makes sure a goroutine will send it.
@@ -106,6 +114,8 @@ func (ln *lane) work() {
 				linger.Stop()
 				continue
 			case <-linger.C:
+			case <-ln.closed:
+				linger.Stop()
 			}
 			ln.mu.Lock()
 			select {

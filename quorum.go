@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -53,7 +54,8 @@ type round struct {
 
 	script     *Script
 	keys, args []string
-	reqs       []request // each node's request, for the nodes' lanes
+	reqs       []request       // each node's request, for the nodes' lanes
+	flying     *sync.WaitGroup // the client's requests in flight
 
 	results []NodeResult  // filled in as the answers are collected
 	decoded []decoded     // each node's decoded answer; age -1 until known
@@ -94,6 +96,8 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 	r.ctx, r.cancel = context.WithDeadline(ctx, r.deadline)
 	r.expired = r.ctx.Done()
 	r.running.Store(int32(n))
+	r.flying = &c.flying
+	c.flying.Add(n)
 	for i, node := range c.nodes {
 		r.results[i].Node = node.Name()
 		r.decoded[i].age = -1
@@ -122,6 +126,7 @@ func (r *round) deliver(q *request, v any, err error) {
 		r.cancel()
 		close(r.done)
 	}
+	r.flying.Done()
 }
 
 // collect gathers answers until the round is decided: it returns true as

@@ -94,8 +94,9 @@ type Client struct {
 	quorum int
 	opts   Options
 	log    *slog.Logger
-	obs    Observer // nil: none
-	lanes  []*lane  // for each node that is a Batcher; nil for others
+	obs    Observer       // nil: none
+	lanes  []*lane        // for each node that is a Batcher; nil for others
+	flying sync.WaitGroup // requests sent and not yet answered
 
 	learned atomic.Int64 // the largest TTL seen, in nanoseconds
 
@@ -185,6 +186,22 @@ func (o *Options) fill() error {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Close waits for the client's requests still in flight, such as the
+// release of the nodes that Release did not wait for, and ends the
+// client's idle goroutines. It does not close the nodes: close them after
+// Close, so that no release is cut short. Close is for the end of a
+// client's life, after its last Lock, Extend and Release have returned; it
+// always returns nil.
+func (c *Client) Close() error {
+	c.flying.Wait()
+	for _, ln := range c.lanes {
+		if ln != nil {
+			ln.close()
+		}
 	}
 	return nil
 }

@@ -598,3 +598,31 @@ func (s *suite) testLostReleaseReply(t *testing.T) {
 		t.Fatalf("key %q left behind", v)
 	}
 }
+
+// testCloseWaits: Release returns once a quorum has confirmed; Close waits
+// for the rest, so that a program that closes its nodes after Close
+// leaves no key behind.
+func (s *suite) testCloseWaits(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	proxy := redistest.StartProxy(t, cl.servers[2])
+	urls := cl.urls()
+	urls[2] = proxy.URL()
+	c := s.client(t, urls, nil)
+	ctx, key := ctxT(t), keyFor(t)
+	l, err := c.TryLock(ctx, key, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.settle(t, key, l.Token())
+	proxy.SetDelay(300 * time.Millisecond)
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := cl.values(t, key)[2]; got != l.Token() {
+		t.Fatalf("the slow node's key is %q when Release returns; want the token still there, or the test proves nothing", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cl.expectNoKey(t, key)
+}

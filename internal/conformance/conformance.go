@@ -48,6 +48,7 @@ func Run(t *testing.T, dial Dialer) {
 	t.Run("CancelledBeforeStart", s.testCancelledBeforeStart)
 	t.Run("CleanUpIgnoresCancellation", s.testCleanUpIgnoresCancel)
 	t.Run("SlowNodeDoesNotDelay", s.testSlowNode)
+	t.Run("CloseWaitsForRelease", s.testCloseWaits)
 	t.Run("LatencyEatsValidity", s.testLatencyEatsValidity)
 	t.Run("EvenN", s.testEvenN)
 	t.Run("FencesN3", func(t *testing.T) { s.testFences(t, 3) })
@@ -119,6 +120,7 @@ func (s *suite) quarantineClient(t *testing.T, urls []string, opts *redlock.Opti
 	if err != nil {
 		t.Fatalf("redlock.New: %v", err)
 	}
+	t.Cleanup(func() { c.Close() }) // before the nodes close: cleanups run last first
 	return c
 }
 

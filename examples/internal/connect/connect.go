@@ -55,7 +55,7 @@ func Split(list string) ([]string, error) {
 
 // Dial returns a lock client over one go-redis node per URL, with the
 // given options (nil selects the defaults), and a function that closes
-// the nodes. Dial does not connect: a node that is down makes the lock
+// the client and then the nodes. Dial does not connect: a node that is down makes the lock
 // operations report it, not Dial.
 func Dial(urls []string, opts *redlock.Options) (*redlock.Client, func() error, error) {
 	nodes := make([]*goredisnode.Node, 0, len(urls))
@@ -81,5 +81,8 @@ func Dial(urls []string, opts *redlock.Options) (*redlock.Client, func() error, 
 	if err != nil {
 		return nil, nil, errors.Join(fmt.Errorf("creating the lock client: %w", err), closeAll())
 	}
-	return c, closeAll, nil
+	// The client is closed first: Close waits for the releases that
+	// Release left running in the background, which closing the nodes
+	// would cut short.
+	return c, func() error { return errors.Join(c.Close(), closeAll()) }, nil
 }
