@@ -84,9 +84,16 @@ func (c *Client) wakeWindow() time.Duration {
 	return min(c.opts.RetryDelay/5, 10*time.Millisecond)
 }
 
-// wakeDelay draws a waiter's pause after a wake from [0, wakeWindow].
-func (c *Client) wakeDelay() time.Duration {
-	return time.Duration(mathrand.Int64N(int64(c.wakeWindow()) + 1))
+// wakeDelay draws the pause after a wake of a waiter that has waited for
+// waited: from [0, wakeWindow] for a waiter that has only just begun, and
+// from a range that shrinks as the wait grows, to wakeWindow/(1+k) after k
+// wake windows. Waiters woken together then mostly try in the order in
+// which they began to wait, as in a queue, though no one keeps a queue;
+// the randomness still parts waiters that began at about the same time.
+func (c *Client) wakeDelay(waited time.Duration) time.Duration {
+	w := c.wakeWindow()
+	bound := time.Duration(float64(w) * float64(w) / float64(w+max(waited, 0)))
+	return time.Duration(mathrand.Int64N(int64(bound) + 1))
 }
 
 // A gate lets one goroutine at a time of a Client contend for a key; the

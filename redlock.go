@@ -280,6 +280,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 // lock is Lock after the checks; it counts its rounds in *rounds.
 func (c *Client) lock(ctx context.Context, key string, ttl time.Duration, rounds *int) (*Lock, *OpError) {
 	e := &OpError{Op: "acquire", Key: key, Quorum: c.quorum}
+	begin := time.Now()
 	leave, err := c.enter(ctx, key)
 	if err != nil {
 		e.ctxErr = err
@@ -325,7 +326,7 @@ func (c *Client) lock(ctx context.Context, key string, ttl time.Duration, rounds
 		case <-t.C:
 		case <-wake:
 			t.Stop()
-			if !sleep(ctx, c.wakeDelay()) {
+			if !sleep(ctx, c.wakeDelay(time.Since(begin))) {
 				e.ctxErr = ctx.Err()
 				return nil, e
 			}

@@ -398,8 +398,12 @@ func TestHandoff(t *testing.T) {
 		t.Fatalf("the hold-back applies once, then %v", d)
 	}
 	for range 100 {
-		if d := c.wakeDelay(); d < 0 || d > 8*time.Millisecond {
+		if d := c.wakeDelay(0); d < 0 || d > 8*time.Millisecond {
 			t.Fatalf("wakeDelay %v outside [0, RetryDelay/5]", d)
+		}
+		// After nine wake windows of waiting, a tenth of the window.
+		if d := c.wakeDelay(9 * c.wakeWindow()); d < 0 || d > 800*time.Microsecond {
+			t.Fatalf("wakeDelay after a long wait %v outside [0, RetryDelay/50]", d)
 		}
 	}
 	slow, _ := New(nodes("a"), &Options{RetryDelay: time.Hour})
