@@ -159,13 +159,12 @@ func (l *Lock) endLocked(cause error) {
 // Extend returns ErrReleased after Release, and an error wrapping
 // ErrInvalid for a bad ttl.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
-	ttl, err := l.c.checkLock(l.key, ttl)
-	if err != nil {
-		return err
-	}
 	ctx, start := l.c.start(ctx, "extend", l.key)
-	err = l.extend(ctx, ttl)
-	l.c.finish(ctx, OpEvent{Op: "extend", Key: l.key, Start: start, TTL: ttl, Err: err})
+	ttl, err := l.c.checkLock(l.key, ttl)
+	if err == nil {
+		err = l.extend(ctx, ttl)
+	}
+	l.c.finish(ctx, OpEvent{Op: "extend", Key: l.key, Start: start, TTL: ttl, Quorum: l.c.quorum, Err: err})
 	return err
 }
 
@@ -249,7 +248,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 func (l *Lock) Release(ctx context.Context) error {
 	ctx, start := l.c.start(ctx, "release", l.key)
 	err := l.release(ctx)
-	l.c.finish(ctx, OpEvent{Op: "release", Key: l.key, Start: start, Held: time.Since(l.start), Err: err})
+	l.c.finish(ctx, OpEvent{Op: "release", Key: l.key, Start: start, Quorum: l.c.quorum, Held: time.Since(l.start), Err: err})
 	return err
 }
 

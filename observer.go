@@ -46,6 +46,7 @@ type RoundEvent struct {
 	Start    time.Time     // just before the first request was sent
 	Duration time.Duration // until the round was decided
 	OK       bool          // whether a quorum of nodes did what was asked
+	Quorum   int           // how many nodes must agree: N/2+1
 
 	// Nodes is each node's answer, in the order of the Client's nodes, as
 	// known when the round was decided: a node whose answer was not
@@ -54,14 +55,16 @@ type RoundEvent struct {
 }
 
 // An OpEvent reports the end of Lock or TryLock (Op "acquire"), Extend
-// ("extend") or Release ("release").
+// ("extend") or Release ("release"), including a call refused for a bad
+// key or TTL (Err wraps ErrInvalid).
 type OpEvent struct {
 	Op       string
 	Key      string
 	Start    time.Time     // when the call began
 	Duration time.Duration // how long the call took
+	Quorum   int           // how many nodes must agree: N/2+1
 	Rounds   int           // acquire: the rounds made
-	TTL      time.Duration // acquire, extend: the TTL asked for
+	TTL      time.Duration // acquire, extend: the TTL asked for, to the millisecond when valid
 	Fence    int64         // acquire: the lock's fence, when obtained
 	Held     time.Duration // release: from the start of the acquiring round to the release
 	Err      error         // nil on success; as the call returned it
@@ -70,7 +73,8 @@ type OpEvent struct {
 // A LostEvent reports that a lock was lost while its owner still held it:
 // its validity deadline passed without an extension, with Lock.Context in
 // use, or Extend found that a quorum no longer holds it. The lock's
-// context ends with Cause.
+// context ends with Cause, which is an *OpError from Extend (errors.As
+// tells the two apart) or an error saying that the validity ended.
 type LostEvent struct {
 	Key   string
 	Fence int64
@@ -116,5 +120,5 @@ func (c *Client) roundDone(ctx context.Context, op, key string, n int, r *round,
 		return
 	}
 	c.obs.Observe(ctx, RoundEvent{Op: op, Key: key, Round: n, Start: r.start,
-		Duration: time.Since(r.start), OK: ok, Nodes: append([]NodeResult(nil), r.results...)})
+		Duration: time.Since(r.start), OK: ok, Quorum: c.quorum, Nodes: append([]NodeResult(nil), r.results...)})
 }

@@ -225,11 +225,12 @@ func (c *Client) Quorum() int { return c.quorum }
 // error is an *OpError wrapping ErrTaken, ErrNoQuorum or ErrExpired; a
 // bad key or ttl gives an error wrapping ErrInvalid.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
+	ctx, start := c.start(ctx, "acquire", key)
 	ttl, err := c.checkLock(key, ttl)
 	if err != nil {
+		c.finish(ctx, OpEvent{Op: "acquire", Key: key, Start: start, TTL: ttl, Quorum: c.quorum, Err: err})
 		return nil, err
 	}
-	ctx, start := c.start(ctx, "acquire", key)
 	l, e := c.acquire(ctx, key, ttl, 1)
 	if e != nil && ctx.Err() != nil {
 		e.ctxErr, e.Err = ctx.Err(), nil
@@ -241,10 +242,10 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*L
 // its result.
 func (c *Client) acquired(ctx context.Context, start time.Time, key string, ttl time.Duration, rounds int, l *Lock, e *OpError) (*Lock, error) {
 	if e != nil {
-		c.finish(ctx, OpEvent{Op: "acquire", Key: key, Start: start, Rounds: rounds, TTL: ttl, Err: e})
+		c.finish(ctx, OpEvent{Op: "acquire", Key: key, Start: start, Rounds: rounds, TTL: ttl, Quorum: c.quorum, Err: e})
 		return nil, e
 	}
-	c.finish(ctx, OpEvent{Op: "acquire", Key: key, Start: start, Rounds: rounds, TTL: ttl, Fence: l.fence})
+	c.finish(ctx, OpEvent{Op: "acquire", Key: key, Start: start, Rounds: rounds, TTL: ttl, Quorum: c.quorum, Fence: l.fence})
 	return l, nil
 }
 
@@ -267,11 +268,12 @@ func (c *Client) acquired(ctx context.Context, start time.Time, key string, ttl 
 // When ctx ends the wait, the error wraps ctx.Err() as well as the reason
 // of the last completed round.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
+	ctx, start := c.start(ctx, "acquire", key)
 	ttl, err := c.checkLock(key, ttl)
 	if err != nil {
+		c.finish(ctx, OpEvent{Op: "acquire", Key: key, Start: start, TTL: ttl, Quorum: c.quorum, Err: err})
 		return nil, err
 	}
-	ctx, start := c.start(ctx, "acquire", key)
 	rounds := 0
 	l, e := c.lock(ctx, key, ttl, &rounds)
 	return c.acquired(ctx, start, key, ttl, rounds, l, e)

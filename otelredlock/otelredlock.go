@@ -370,9 +370,8 @@ func (o *Observer) op(ctx context.Context, e redlock.OpEvent) {
 	}
 	attrs := make([]attribute.KeyValue, 0, 6)
 	attrs = append(attrs, keyOutcome.String(out))
-	var oe *redlock.OpError
-	if errors.As(e.Err, &oe) && oe.Quorum > 0 {
-		attrs = append(attrs, keyQuorum.Int(oe.Quorum))
+	if e.Quorum > 0 {
+		attrs = append(attrs, keyQuorum.Int(e.Quorum))
 	}
 	switch e.Op {
 	case "acquire":
@@ -423,8 +422,8 @@ func (o *Observer) round(ctx context.Context, e redlock.RoundEvent) {
 	if s == nil {
 		return
 	}
-	if len(e.Nodes) > 0 {
-		s.SetAttributes(keyQuorum.Int(len(e.Nodes)/2 + 1))
+	if e.Quorum > 0 {
+		s.SetAttributes(keyQuorum.Int(e.Quorum))
 	}
 	s.AddEvent("redlock.round", trace.WithTimestamp(e.Start), trace.WithAttributes(
 		keyOperation.String(e.Op), keyRoundNumber.Int(e.Round), keyRoundOK.Bool(e.OK),

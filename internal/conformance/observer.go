@@ -93,6 +93,9 @@ func (s *suite) testObserver(t *testing.T) {
 		t.Errorf("acquire round reports %d grants, want at least the quorum of 2: %v", granted, round.Nodes)
 	}
 	done := one(t, ev, "acquire done", func(op string, e redlock.OpEvent) bool { return op == "acquire" && e.Op == "acquire" })
+	if round.Quorum != 2 || done.Quorum != 2 {
+		t.Errorf("quorum %d in the round, %d in the operation, want 2", round.Quorum, done.Quorum)
+	}
 	if done.Err != nil || done.Fence != l.Fence() || done.Rounds != 1 || done.TTL != 10*time.Second || done.Key != key || done.Duration < round.Duration {
 		t.Errorf("acquire event %+v, want success with fence %d in 1 round, lasting at least its round (%v)", done, l.Fence(), round.Duration)
 	}
@@ -106,6 +109,15 @@ func (s *suite) testObserver(t *testing.T) {
 		t.Errorf("%d nodes reported unknown -> healthy after the first grant, want at least 2: %+v", healthy, ev)
 	}
 	cl.settle(t, key, l.Token())
+
+	// A bad TTL is refused before any round, and still reported.
+	if _, err := c.TryLock(ctx, key, time.Millisecond); !errors.Is(err, redlock.ErrInvalid) {
+		t.Fatalf("TryLock with a 1ms TTL: %v, want ErrInvalid", err)
+	}
+	ev = rec.take()
+	if e := one(t, ev, "refused acquire", func(op string, e redlock.OpEvent) bool { return op == "acquire" }); !errors.Is(e.Err, redlock.ErrInvalid) || len(ev) != 1 {
+		t.Errorf("events of an invalid TryLock %+v, want only an acquire event with ErrInvalid", ev)
+	}
 
 	// A second attempt finds the key taken: two rounds, each cleaned up.
 	_, err = c.Lock(ctx, key, 10*time.Second)
