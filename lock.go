@@ -59,7 +59,10 @@ func (l *Lock) TTL() time.Duration { return l.ttl }
 
 // Fence returns the lock's fencing token: a number greater than the fence
 // of every owner that held the lock before, as long as the nodes' clocks
-// differ by less than the TTL. A resource that only accepts writes with a
+// differ by less than the TTL, and no node's clock has gone back since an
+// earlier owner's grant while that node has no counter for the lock (a
+// counter lives ten TTLs, at least a minute, after the lock's last grant
+// or release, and a restart without persistence loses it). A resource that only accepts writes with a
 // fence greater than the greatest it has seen cannot be written by an
 // owner that lost the lock without noticing.
 //
@@ -235,14 +238,15 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 //
 // Release reports on what it found. It returns nil as soon as a quorum of
 // nodes has confirmed the release within the lock's validity (the other
-// nodes are released in the background), and otherwise an
+// nodes are released in the background; Client.Close waits for them), and
+// otherwise an
 // *OpError wrapping
 //   - ErrExpired when the deadline had passed before Release: the work
 //     done under the lock may have overlapped another owner's;
 //   - ErrLockLost when a quorum no longer held the token within the
 //     validity: the lock had been lost;
 //   - ErrNoQuorum when too few nodes answered to confirm the release; the
-//     keys left expire by the lock's deadline.
+//     keys left expire with their TTL.
 //
 // A second Release returns ErrReleased.
 func (l *Lock) Release(ctx context.Context) error {

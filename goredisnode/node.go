@@ -51,6 +51,12 @@ var _ redlock.Batcher = (*Node)(nil)
 // (Options.ContextTimeoutEnabled = true); [Dial] configures its clients
 // that way.
 //
+// Each Node should be one independent Redis master. A cluster, ring or
+// failover (Sentinel) client is accepted, but replication between its
+// servers is asynchronous: a failover can promote a replica that never
+// received a grant, the restart quarantine cannot tell, and the lock can
+// then be held twice. Use single masters without replicas that fail over.
+//
 // If name is empty, New derives one that contains no credentials: for a
 // *redis.Client it is the address and database, "ADDR/DB" (for example
 // "127.0.0.1:6379/0" or "/run/redis.sock/0"); for a *redis.ClusterClient or

@@ -242,11 +242,11 @@ func examine(ctx context.Context, rc *redis.Client, timeout time.Duration, n *no
 	case n.AppendOnly == "yes" && n.AppendFsync == "always":
 		n.add(levelOK, "persistence", "appendonly yes, appendfsync always: lock keys survive restarts (--no-quarantine is safe for this node)")
 	case n.AppendOnly == "yes":
-		n.add(levelWarn, "persistence", "appendonly yes, appendfsync %s: after a crash the node reloads its keys without the last grants and votes again at once, out of quarantine; use appendfsync always, or no persistence", n.AppendFsync)
+		n.add(levelWarn, "persistence", "appendonly yes, appendfsync %s: after a crash the node reloads its keys without the last grants; clients see the reload and keep the node in restart quarantine, so never use --no-quarantine with it (appendfsync always would make that safe)", n.AppendFsync)
 	case cfgErr != nil:
 		n.add(levelInfo, "persistence", "appendonly no; RDB snapshots unknown (CONFIG GET failed: %v)", cfgErr)
 	case n.Save != nil && strings.TrimSpace(*n.Save) != "":
-		n.add(levelWarn, "persistence", "appendonly no, RDB snapshots (save %q): after a crash the node reloads an old snapshot without the grants made since and votes again at once, out of quarantine; use appendonly yes with appendfsync always, or no persistence at all", *n.Save)
+		n.add(levelWarn, "persistence", "appendonly no, RDB snapshots (save %q): after a crash the node reloads an old snapshot without the grants made since; clients see the reload and keep the node in restart quarantine, so never use --no-quarantine with it", *n.Save)
 	default:
 		n.add(levelOK, "persistence", "none: a restarted node comes back empty and sits out its restart quarantine (keep quarantine on)")
 	}
