@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/leaktest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,10 +25,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	// go-redis logs every failed dial; the scenarios cause thousands.
 	redis.SetLogger(quiet{})
-	code := m.Run()
-	printSummary()
-	CleanupClockShim()
-	os.Exit(code)
+	leaktest.Main(m, leaktest.Cleanup(printSummary), leaktest.Cleanup(CleanupClockShim))
 }
 
 // quiet is a go-redis logger that logs nothing.

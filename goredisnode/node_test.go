@@ -20,6 +20,8 @@ import (
 // examples.
 var exampleURLs []string
 
+// TestMain starts the servers of the examples; after the tests it fails
+// them if they left goroutines running (internal/leaktest).
 func TestMain(m *testing.M) { adaptertest.Main(m, 3, &exampleURLs) }
 
 // dial dials url and closes the node when t ends.

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/leaktest"
 	"github.com/quorumlock/redlock/internal/redistest"
 )
 
@@ -30,6 +32,12 @@ var bin string
 const runTimeout = 90 * time.Second
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		// A worker process of go test -fuzz runs only the fuzz target,
+		// which does not run the binary.
+		leaktest.Main(m)
+	}
 	dir, err := os.MkdirTemp("", "redlock-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -47,9 +55,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	leaktest.Main(m, leaktest.Cleanup(func() { os.RemoveAll(dir) }))
 }
 
 // A result is what one run of the binary did.

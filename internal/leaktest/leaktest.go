@@ -54,6 +54,10 @@ var allowed = []allowance{
 	{"os/signal.signal_recv", "signal.Notify's relay, which lives as long as the process"},
 	{"os/signal.loop", "signal.Notify's relay, which lives as long as the process"},
 	{"runtime.ensureSigM", "the runtime's signal mask goroutine, started by signal.Notify"},
+	// internal/redistest starts redis-server processes with a parent-death
+	// signal from one goroutine locked to its thread for good: the kernel
+	// kills the servers when that thread ends, so it must outlive them all.
+	{"github.com/quorumlock/redlock/internal/redistest.starterLoop", "the thread that redis-server processes are started from, which must outlive them"},
 }
 
 type allowance struct{ function, why string }

@@ -11,14 +11,18 @@ import (
 // a thread that lives as long as the test binary.
 var starter = sync.OnceValue(func() chan<- func() {
 	c := make(chan func())
-	go func() {
-		runtime.LockOSThread() // and never unlock, so the thread never ends
-		for start := range c {
-			start()
-		}
-	}()
+	go starterLoop(c)
 	return c
 })
+
+// starterLoop runs the functions sent on c on its thread, forever. It is
+// the one goroutine that internal/leaktest lets outlive the tests.
+func starterLoop(c <-chan func()) {
+	runtime.LockOSThread() // and never unlock, so the thread never ends
+	for start := range c {
+		start()
+	}
+}
 
 // startProcess starts cmd in a process group of its own, so that a kill can
 // reach any child that redis-server forks to save its data, and asks the

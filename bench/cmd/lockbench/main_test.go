@@ -8,7 +8,11 @@ import (
 	"testing"
 
 	"github.com/quorumlock/redlock/bench"
+	"github.com/quorumlock/redlock/internal/leaktest"
 )
+
+// TestMain fails the tests if they leave goroutines running.
+func TestMain(m *testing.M) { leaktest.Main(m) }
 
 // TestCommand runs the command end to end with a tiny configuration: it
 // starts its own servers, prints progress and the report, and writes the
