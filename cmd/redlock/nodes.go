@@ -204,14 +204,8 @@ func registerSecrets(s string) {
 			}
 			continue
 		}
-		// Not a URL that parses: hide what lies between "://" and the
-		// last "@", as nodeurl.Redact does.
-		start := 0
-		if i := strings.Index(f, "://"); i >= 0 {
-			start = i + len("://")
-		}
-		if at := strings.LastIndex(f[start:], "@"); at > 0 {
-			userinfo := f[start : start+at]
+		// Not a URL that parses: hide what nodeurl.Redact hides.
+		if userinfo, ok := nodeurl.Userinfo(f); ok {
 			if _, pw, ok := strings.Cut(userinfo, ":"); ok {
 				addSecret(pw)
 			} else {

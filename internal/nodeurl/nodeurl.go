@@ -32,18 +32,54 @@ func Error(pkg, rawURL string, err error, parse func(string) error) error {
 	return fmt.Errorf("%s: invalid URL %q: %w", pkg, shown, err)
 }
 
-// Redact replaces everything between "://" (or the start of s) and the
-// last "@" with "xxxxx". It works on strings that are not valid URLs, where
-// the user information cannot be told apart reliably; when in doubt it
-// hides too much rather than too little.
+// Redact replaces the user information of s, as [Userinfo] finds it,
+// with "xxxxx". It works on strings that are not valid URLs, where the user
+// information cannot be told apart reliably; when in doubt it hides too
+// much rather than too little.
 func Redact(s string) (shown string, redacted bool) {
-	start := 0
-	if i := strings.Index(s, "://"); i >= 0 {
-		start = i + len("://")
-	}
-	at := strings.LastIndex(s[start:], "@")
-	if at < 0 {
+	start, end, ok := userinfo(s)
+	if !ok {
 		return s, false
 	}
-	return s[:start] + "xxxxx" + s[start+at:], true
+	return s[:start] + "xxxxx" + s[end:], true
+}
+
+// Userinfo returns what Redact hides of s: everything before the last "@",
+// after the "://" of s's scheme if s begins with one (or after a leading
+// "//"). ok is false if s has no "@".
+func Userinfo(s string) (string, bool) {
+	start, end, ok := userinfo(s)
+	return s[start:end], ok
+}
+
+// userinfo returns where the user information of s starts and ends.
+func userinfo(s string) (start, end int, ok bool) {
+	end = strings.LastIndex(s, "@")
+	if end < 0 {
+		return 0, 0, false
+	}
+	// Only a "://" after a scheme ends the scheme: in
+	// "user:pass@host://x" or "user:pa://ss@host" there is none, and the
+	// password is before the "://".
+	switch i := strings.Index(s, "://"); {
+	case strings.HasPrefix(s, "//"):
+		start = len("//")
+	case i > 0 && isScheme(s[:i]):
+		start = i + len("://")
+	}
+	return start, end, true
+}
+
+// isScheme reports whether s is a URL scheme (RFC 3986): a letter, then
+// letters, digits, "+", "-" and ".".
+func isScheme(s string) bool {
+	for i, c := range []byte(s) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }

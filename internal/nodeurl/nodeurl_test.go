@@ -15,6 +15,10 @@ func TestRedact(t *testing.T) {
 		"unix://u:p@/run/redis.sock?db=2": "unix://xxxxx@/run/redis.sock?db=2",
 		"redis://u:p@ss@h":                "redis://xxxxx@h",
 		"u:p@h":                           "xxxxx@h",
+		"//u:p@h":                         "//xxxxx@h",
+		"//a:pw@b://c@d":                  "//xxxxx@d",
+		"a:pw@redis://h":                  "xxxxx@redis://h",
+		"u:pa://ss@h":                     "xxxxx@h",
 	} {
 		got, redacted := Redact(in)
 		if got != want || redacted != strings.Contains(in, "@") {
