@@ -1,0 +1,32 @@
+package rueidisnode
+
+import (
+	"net/url"
+	"strconv"
+	"testing"
+
+	"github.com/quorumlock/redlock/internal/adaptertest"
+	"github.com/redis/rueidis"
+)
+
+// FuzzURL fuzzes the URL parsing of Dial with the shared fuzz target.
+func FuzzURL(f *testing.F) {
+	adaptertest.FuzzURL(f, adapter, adaptertest.URLParser{
+		Parse: func(raw string) (string, bool, error) {
+			opt, err := parseURL(raw)
+			if err != nil {
+				return "", false, err
+			}
+			network := "tcp"
+			if u, err := url.Parse(raw); err == nil && u.Scheme == "unix" {
+				network = "unix"
+			}
+			addr := opt.InitAddress[0]
+			return addr + "/" + strconv.Itoa(opt.SelectDB), adaptertest.Local(network, addr), nil
+		},
+		LibraryParse: func(raw string) error {
+			_, err := rueidis.ParseURL(raw)
+			return err
+		},
+	})
+}
