@@ -614,7 +614,7 @@ func (s *suite) testCloseWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl.settle(t, key, l.Token())
-	proxy.SetDelay(300 * time.Millisecond)
+	proxy.SetDelay(100 * time.Millisecond) // each command, in order: rueidis may have pings queued ahead
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
