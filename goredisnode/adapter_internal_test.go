@@ -6,6 +6,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/adaptertest"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // adapter describes this package to the shared adapter table.
@@ -31,6 +32,10 @@ func checkDialled(t *testing.T, d adaptertest.Dialled[*Node]) {
 	if o.MaxRetries > 0 || !o.ContextTimeoutEnabled || o.DialerRetries != 1 {
 		t.Errorf("Dial(%q): MaxRetries %d, ContextTimeoutEnabled %v, DialerRetries %d",
 			d.URL, o.MaxRetries, o.ContextTimeoutEnabled, o.DialerRetries)
+	}
+	if m := o.MaintNotificationsConfig; m == nil || m.Mode != maintnotifications.ModeDisabled || m.EndpointType == maintnotifications.EndpointTypeAuto {
+		// Otherwise NewClient resolves the host name to classify it.
+		t.Errorf("Dial(%q): maintenance notifications %+v, want disabled with a fixed endpoint type", d.URL, m)
 	}
 	d.CheckTLS(t, o.TLSConfig)
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // A Node is a [redlock.Node] backed by a go-redis client. It is safe for
@@ -98,6 +99,14 @@ func Dial(rawURL string) (*Node, error) {
 	opt.MaxRetries = -1
 	opt.DialerRetries = 1
 	opt.ContextTimeoutEnabled = true
+	// Maintenance notifications are for managed services that move
+	// endpoints; a lock node is one fixed master. Left on "auto", go-redis
+	// would also resolve a host name in NewClient to classify the
+	// endpoint, and Dial would wait on DNS.
+	opt.MaintNotificationsConfig = &maintnotifications.Config{
+		Mode:         maintnotifications.ModeDisabled,
+		EndpointType: maintnotifications.EndpointTypeNone,
+	}
 	c := redis.NewClient(opt)
 	return &Node{c: c, name: clientName(opt), owned: c}, nil
 }
