@@ -59,6 +59,10 @@ func FuzzDecode(f *testing.F) {
 // maxMillis is the largest count of milliseconds that a time.Duration holds.
 const maxMillis = math.MaxInt64 / int64(time.Millisecond)
 
+// fits reports whether n milliseconds is a duration a reply may carry: not
+// negative and at most maxMillis; the decoders reject any other.
+func fits(n int64) bool { return n >= 0 && n <= maxMillis }
+
 // ms converts milliseconds as the decoders do.
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
@@ -99,16 +103,12 @@ func checkFailed(t *testing.T, name string, v any, d decoded) bool {
 	return true
 }
 
-// nonNegative fails t if a duration decoded from n milliseconds, n >= 0,
-// is negative although n fits a time.Duration. Counts beyond maxMillis
-// (292 years) are not checked: the decoders multiply them into a
-// time.Duration, which wraps around to a negative or small duration.
-// No Redis server reports such an age or TTL, but a decoder that
-// treated them as malformed replies would be stricter.
+// nonNegative fails t if a duration decoded from n milliseconds is
+// negative.
 func nonNegative(t *testing.T, name string, v any, field string, n int64, d time.Duration) {
 	t.Helper()
-	if n >= 0 && n <= maxMillis && d < 0 {
-		t.Fatalf("%s(%#v): %s %v is negative", name, v, field, d)
+	if d < 0 {
+		t.Fatalf("%s(%#v): %s %v from %d ms is negative", name, v, field, d, n)
 	}
 }
 
@@ -117,7 +117,7 @@ func checkAcquire(t *testing.T, v any, d decoded) {
 	const name = "decodeAcquire"
 	failed := checkFailed(t, name, v, d)
 	a, ok := specInts(v, 4)
-	valid := ok && (a[0] == 1 || a[0] == 0 || a[0] == -1) && a[2] >= 0 && a[3] >= 0
+	valid := ok && (a[0] == 1 || a[0] == 0 || a[0] == -1) && fits(a[2]) && fits(a[3]) && (a[0] == 1 || fits(max(a[1], 0)))
 	if failed != !valid {
 		t.Fatalf("%s(%#v) = %+v; the reply is well formed: %v", name, v, d, valid)
 	}
@@ -179,7 +179,7 @@ func checkProbe(t *testing.T, v any, d decoded) {
 	const name = "decodeProbe"
 	failed := checkFailed(t, name, v, d)
 	a, ok := specInts(v, 3)
-	valid := ok && a[0] >= 0 && a[1] >= 0
+	valid := ok && fits(a[0]) && fits(a[1])
 	if failed != !valid {
 		t.Fatalf("%s(%#v) = %+v; the reply is well formed: %v", name, v, d, valid)
 	}

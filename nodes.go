@@ -84,7 +84,7 @@ func (c *Client) Probe(ctx context.Context) []NodeState {
 // decodeProbe decodes the reply of the probe script: {age, maxttl, clock}.
 func decodeProbe(v any) decoded {
 	a, ok := ints(v, 3)
-	if !ok || a[0] < 0 || a[1] < 0 {
+	if !ok || !fitsMillis(a[0]) || !fitsMillis(a[1]) {
 		return decoded{outcome: Failed, err: fmt.Errorf("redlock: unexpected reply %#v from the probe script", v)}
 	}
 	return decoded{outcome: OK, age: time.Duration(a[0]) * time.Millisecond,

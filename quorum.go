@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -376,7 +377,7 @@ func ints(v any, n int) ([]int64, bool) {
 // age, maxttl} refused during quarantine.
 func decodeAcquire(v any) decoded {
 	a, ok := ints(v, 4)
-	if !ok || a[2] < 0 || a[3] < 0 {
+	if !ok || !fitsMillis(a[2]) || !fitsMillis(a[3]) || !fitsMillis(max(a[1], 0)) && a[0] != 1 {
 		return decoded{outcome: Failed, err: fmt.Errorf("redlock: unexpected reply %#v from the acquire script", v)}
 	}
 	d := decoded{age: time.Duration(a[2]) * time.Millisecond, maxTTL: time.Duration(a[3]) * time.Millisecond}
@@ -391,6 +392,12 @@ func decodeAcquire(v any) decoded {
 		return decoded{outcome: Failed, err: fmt.Errorf("redlock: unexpected reply %#v from the acquire script", v)}
 	}
 	return d
+}
+
+// fitsMillis reports whether n milliseconds are a duration a script can
+// report: not negative, and within what a time.Duration holds (292 years).
+func fitsMillis(n int64) bool {
+	return n >= 0 && n <= math.MaxInt64/int64(time.Millisecond)
 }
 
 // decodeStatus decodes the reply of the extend script: 1 done, 0 key
