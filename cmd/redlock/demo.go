@@ -230,6 +230,13 @@ func (d *demo) connect(urls []string) error {
 }
 
 func (d *demo) close() {
+	// The clients first: Close waits for their releases in flight.
+	for _, c := range d.workers {
+		c.Close()
+	}
+	if d.monitor != nil {
+		d.monitor.Close()
+	}
 	for _, n := range d.dialed {
 		n.Close()
 	}

@@ -138,6 +138,7 @@ type nodeSet struct {
 	urls  []string // as given; they may hold passwords: never print them
 	names []string // the lock nodes' names, "ADDR/DB": safe to print
 	nodes []*goredisnode.Node
+	locks []*redlock.Client // made by client; closed before the nodes
 }
 
 // openNodes parses the URLs and makes a lock node for each. Nothing is
@@ -178,10 +179,16 @@ func (s *nodeSet) client(opts *redlock.Options) (*redlock.Client, error) {
 	if err != nil {
 		return nil, usagef("%v", strings.TrimPrefix(err.Error(), "redlock: "))
 	}
+	s.locks = append(s.locks, c)
 	return c, nil
 }
 
+// close closes the lock clients, which waits for their releases still in
+// flight, and then the nodes.
 func (s *nodeSet) close() {
+	for _, c := range s.locks {
+		c.Close()
+	}
 	for _, n := range s.nodes {
 		n.Close()
 	}
