@@ -124,6 +124,19 @@ func keyFor(t *testing.T) string {
 	return fmt.Sprintf("otelredlock:%s:%d", t.Name(), time.Now().UnixNano())
 }
 
+// held takes the lock on a fresh key for 10s, and waits until every
+// server holds it.
+func (f *fixture) held(t *testing.T) (context.Context, string, *redlock.Lock) {
+	t.Helper()
+	ctx, key := ctxT(t), keyFor(t)
+	l, err := f.client.Lock(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.settle(t, l)
+	return ctx, key, l
+}
+
 // settle waits until every server holds the lock's token, so that no
 // request of the acquiring round is still on its way.
 func (f *fixture) settle(t *testing.T, l *redlock.Lock) {
@@ -540,12 +553,7 @@ func TestLockRelease(t *testing.T) {
 func TestTaken(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	ctx, key := ctxT(t), keyFor(t)
-	l, err := f.client.Lock(ctx, key, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.settle(t, l)
+	ctx, key, l := f.held(t)
 	before := f.collect(t)
 	if _, err := f.client.TryLock(ctx, key, 10*time.Second); !errors.Is(err, redlock.ErrTaken) {
 		t.Fatalf("TryLock of a held key: %v, want ErrTaken", err)
@@ -675,12 +683,7 @@ func TestNodeDown(t *testing.T) {
 func TestLockLost(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	ctx, key := ctxT(t), keyFor(t)
-	l, err := f.client.Lock(ctx, key, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.settle(t, l)
+	ctx, key, l := f.held(t)
 	f.servers[0].MustDo(t, "DEL", key)
 	f.servers[1].MustDo(t, "DEL", key)
 	if err := l.Extend(ctx, 10*time.Second); !errors.Is(err, redlock.ErrLockLost) {
@@ -790,12 +793,7 @@ func TestLostAtDeadline(t *testing.T) {
 func TestCanceled(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	ctx, key := ctxT(t), keyFor(t)
-	l, err := f.client.Lock(ctx, key, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.settle(t, l)
+	ctx, key, l := f.held(t)
 	wait, cancel := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() {

@@ -39,10 +39,10 @@ func run(ctx context.Context, urls []string, w io.Writer, cfg config) (err error
 
 	fmt.Fprintf(w, "locking %q on %d nodes (quorum %d)\n", cfg.key, len(urls), locks.Quorum())
 	// Lock waits for as long as the lock is held by others, or until ctx
-	// ends. A node that started less than one TTL ago does not vote yet
+	// ends; connect.Lock gives up after connect.MaxWait. A node that started less than one TTL ago does not vote yet
 	// (restart quarantine), so on freshly started servers the first lock
 	// takes about one TTL.
-	l, err := locks.Lock(ctx, cfg.key, cfg.ttl)
+	l, err := connect.Lock(ctx, locks, cfg.key, cfg.ttl)
 	if err != nil {
 		return fmt.Errorf("taking the lock: %w", err)
 	}

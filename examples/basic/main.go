@@ -12,10 +12,7 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/quorumlock/redlock/examples/internal/connect"
@@ -26,18 +23,9 @@ func main() {
 	key := flag.String("key", "examples:basic", "the `name` of the lock")
 	ttl := flag.Duration("ttl", 10*time.Second, "the lock's time to live")
 	flag.Parse()
-	urls, err := connect.Split(*nodes)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "basic: -nodes:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// The options are nil: restart quarantine stays on, as it must for
 	// nodes that may have restarted without their keys.
-	err = run(ctx, urls, os.Stdout, config{key: *key, ttl: *ttl})
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "basic:", err)
-		os.Exit(1)
-	}
+	connect.Main("basic", *nodes, func(ctx context.Context, urls []string) error {
+		return run(ctx, urls, os.Stdout, config{key: *key, ttl: *ttl})
+	})
 }

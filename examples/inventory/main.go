@@ -23,10 +23,7 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/quorumlock/redlock/examples/internal/connect"
@@ -44,18 +41,10 @@ func main() {
 	flag.DurationVar(&cfg.work, "work", 20*time.Millisecond, "how long the work of one order takes, under the lock")
 	flag.DurationVar(&cfg.ttl, "ttl", 2*time.Second, "the time to live of the item's lock")
 	flag.Parse()
-	urls, err := connect.Split(*nodes)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "inventory: -nodes:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// cfg.opts stays nil: restart quarantine stays on, as it must for
 	// nodes that may have restarted without their keys.
-	_, err = run(ctx, urls, os.Stdout, cfg)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "inventory:", err)
-		os.Exit(1)
-	}
+	connect.Main("inventory", *nodes, func(ctx context.Context, urls []string) error {
+		_, err := run(ctx, urls, os.Stdout, cfg)
+		return err
+	})
 }

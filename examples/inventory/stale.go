@@ -44,7 +44,7 @@ func staleWrite(ctx context.Context, urls []string, w io.Writer, st *store, cfg 
 	}()
 	key := lockKey(cfg.sku)
 
-	a, err := clientA.Lock(ctx, key, cfg.ttl)
+	a, err := connect.Lock(ctx, clientA, key, cfg.ttl)
 	if err != nil {
 		return res, fmt.Errorf("holder A: taking the lock: %w", err)
 	}
@@ -108,7 +108,7 @@ func staleWrite(ctx context.Context, urls []string, w io.Writer, st *store, cfg 
 // newerHolder takes the lock after the stale holder's has ended, sells
 // one order under it with its greater fence, and returns the fence.
 func newerHolder(ctx context.Context, locks *redlock.Client, w io.Writer, st *store, cfg config) (int64, error) {
-	b, err := locks.Lock(ctx, lockKey(cfg.sku), cfg.ttl)
+	b, err := connect.Lock(ctx, locks, lockKey(cfg.sku), cfg.ttl)
 	if err != nil {
 		return 0, fmt.Errorf("taking the lock: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"time"
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/examples/internal/connect"
@@ -81,7 +80,7 @@ func worker(ctx context.Context, id int, urls []string, w io.Writer, st *store, 
 // tries again under a new lock.
 func sellOrder(ctx context.Context, id int, locks *redlock.Client, w io.Writer, st *store, cfg config) (*sale, error) {
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		l, err := locks.Lock(ctx, lockKey(cfg.sku), cfg.ttl)
+		l, err := connect.Lock(ctx, locks, lockKey(cfg.sku), cfg.ttl)
 		if err != nil {
 			return nil, fmt.Errorf("taking the lock: %w", err)
 		}
@@ -111,7 +110,7 @@ func sellUnder(ctx context.Context, id int, l *redlock.Lock, w io.Writer, st *st
 	}
 	// The order's own work, such as taking the payment, runs under the
 	// lock's context, which ends if the lock is lost.
-	if err := process(l.Context(), cfg.work); err != nil {
+	if err := connect.Work(l.Context(), cfg.work); err != nil {
 		fmt.Fprintf(w, "worker %d: fence %d: the order's work stopped, %v; trying again under a new lock\n", id, l.Fence(), err)
 		return nil, true, nil
 	}
@@ -128,19 +127,6 @@ func sellUnder(ctx context.Context, id int, l *redlock.Lock, w io.Writer, st *st
 	}
 	fmt.Fprintf(w, "worker %d: fence %d: stock %d -> %d\n", id, l.Fence(), stock, stock-cfg.qty)
 	return &sale{worker: id, fence: l.Fence(), before: stock, after: stock - cfg.qty}, false, nil
-}
-
-// process stands for the work an order takes, which lasts d. It stops
-// early, with the context's cause, if ctx ends first.
-func process(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
 }
 
 // lockKey returns the key of the lock that guards the stock of sku.

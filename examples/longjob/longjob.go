@@ -52,7 +52,7 @@ func run(ctx context.Context, urls []string, w io.Writer, cfg config) (err error
 		}
 	}()
 
-	l, err := locks.Lock(ctx, cfg.key, cfg.ttl)
+	l, err := connect.Lock(ctx, locks, cfg.key, cfg.ttl)
 	if err != nil {
 		return fmt.Errorf("taking the lock: %w", err)
 	}
@@ -112,7 +112,7 @@ func job(ctx context.Context, w io.Writer, l *redlock.Lock, cfg config) (int, er
 	defer stop()
 
 	for i := 1; i <= cfg.steps; i++ {
-		if err := step(work, cfg.step); err != nil {
+		if err := connect.Work(work, cfg.step); err != nil {
 			return i - 1, err
 		}
 		fmt.Fprintf(w, "step %d/%d done; lock valid for %s more\n", i, cfg.steps, time.Until(l.Until()).Round(time.Millisecond))
@@ -124,17 +124,4 @@ func job(ctx context.Context, w io.Writer, l *redlock.Lock, cfg config) (int, er
 		}
 	}
 	return cfg.steps, nil
-}
-
-// step stands for one step of real work: it takes d, unless ctx ends
-// first, and then returns the context's cause.
-func step(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
 }

@@ -17,10 +17,7 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/quorumlock/redlock/examples/internal/connect"
@@ -36,23 +33,14 @@ func main() {
 	flag.DurationVar(&cfg.budget, "budget", time.Minute, "how long the lock may be extended for; 0 for ever")
 	lose := flag.Bool("lose", false, "delete the lock's key on a majority of the nodes halfway through the job")
 	flag.Parse()
-	urls, err := connect.Split(*nodes)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "longjob: -nodes:", err)
-		os.Exit(2)
-	}
-	if *lose {
-		cfg.loseAfter = max(cfg.steps/2, 1)
-		cfg.lose = deleteOnMajority(urls)
-		cfg.loseHow = "deleting the lock's key on a majority of the nodes"
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// cfg.opts stays nil: restart quarantine stays on, as it must for
 	// nodes that may have restarted without their keys.
-	err = run(ctx, urls, os.Stdout, cfg)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "longjob:", err)
-		os.Exit(1)
-	}
+	connect.Main("longjob", *nodes, func(ctx context.Context, urls []string) error {
+		if *lose {
+			cfg.loseAfter = max(cfg.steps/2, 1)
+			cfg.lose = deleteOnMajority(urls)
+			cfg.loseHow = "deleting the lock's key on a majority of the nodes"
+		}
+		return run(ctx, urls, os.Stdout, cfg)
+	})
 }

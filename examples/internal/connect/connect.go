@@ -7,13 +7,18 @@
 package connect
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/goredisnode"
+	"github.com/redis/go-redis/v9"
 )
 
 // EnvNodes is the environment variable that lists the nodes when the
@@ -86,3 +91,58 @@ func Dial(urls []string, opts *redlock.Options) (*redlock.Client, func() error, 
 	// would cut short.
 	return c, func() error { return errors.Join(c.Close(), closeAll()) }, nil
 }
+
+// Main runs the body of the program called name: it splits the -nodes
+// list, exiting with status 2 if it is bad, and runs body with the URLs
+// and a context that ends on an interrupt or SIGTERM. When body fails, it
+// prints the error and exits with status 1.
+func Main(name, nodes string, body func(ctx context.Context, urls []string) error) {
+	urls, err := Split(nodes)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: -nodes: %v\n", name, err)
+		os.Exit(2)
+	}
+	redis.SetLogger(quietRedis{}) // a program's choice; a library would not
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err = body(ctx, urls)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
+
+// Work stands for real work that takes d: it returns nil after d, or the
+// cause of ctx as soon as ctx ends.
+func Work(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// MaxWait bounds how long the examples wait for a lock: with nodes down or
+// unreachable, Lock would otherwise wait until it is interrupted. The
+// error then says what the last round found on each node.
+const MaxWait = 30 * time.Second
+
+// Lock takes the lock on key for ttl, waiting at most MaxWait.
+func Lock(ctx context.Context, locks *redlock.Client, key string, ttl time.Duration) (*redlock.Lock, error) {
+	ctx, cancel := context.WithTimeout(ctx, MaxWait)
+	defer cancel()
+	l, err := locks.Lock(ctx, key, ttl)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("no lock on %q after waiting %v: %w", key, MaxWait, err)
+	}
+	return l, err
+}
+
+// quietRedis drops go-redis's own log lines, such as one per failed dial:
+// the examples report errors in their own words.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
