@@ -119,14 +119,33 @@
 // "redlock:released:" + key. On nodes that implement [Notifier] (both
 // adapters do), a waiting Lock subscribes after its first failed round and
 // tries again as soon as the key is released, after a random pause of a
-// few milliseconds that keeps woken waiters from splitting the votes.
+// few milliseconds that keeps woken waiters from splitting the votes. The
+// pause is shorter the longer a waiter has waited, so waiters woken
+// together mostly try oldest first.
 // Polling every Options.RetryDelay remains as the fallback, for instance
 // for locks that expire instead of being released. Goroutines of one
 // Client waiting for the same key queue in the process, so only one of
 // them contends at a time. A Client whose release woke waiters holds back
 // briefly before it takes the same key again, so that a waiter gets its
-// turn. There is no queue across processes: waiting is not first come,
-// first served.
+// turn. There is no queue across processes: waiting is roughly, not
+// strictly, first come, first served.
+//
+// # Requests and goroutines
+//
+// Requests to a node that implements [Batcher] (both adapters do) go
+// through a few long-lived goroutines per node, each of which sends
+// everything queued for the node in one write; other nodes get a
+// goroutine per request. [Client.Close] waits for the requests still in
+// flight, such as the releases that Release did not wait for, and ends
+// the idle goroutines: close the Client before its nodes.
+//
+// # Observing
+//
+// The client logs to Options.Logger, and is silent without one. An
+// [Observer] set in Options.Observer is told of every operation, every
+// round with each node's answer, every lock lost while held and every
+// change of a node's health; the otelredlock module is one for
+// OpenTelemetry.
 //
 // # Keys
 //
@@ -159,8 +178,9 @@
 // save the node's hash last recorded goes unnoticed, since LASTSAVE counts
 // whole seconds.
 //
-// Release returns once a quorum has confirmed; a node it misses keeps the
-// key until the key expires. A request that timed out may still reach its
+// Release returns once a quorum has confirmed, and Client.Close waits for
+// the other nodes; a node the release misses keeps the key until the key
+// expires. A request that timed out may still reach its
 // node after the clean-up of its round has passed; the key it sets blocks
 // others until it expires, though nobody holds the lock.
 //
