@@ -354,7 +354,11 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 func (c *Client) retryDelay() time.Duration {
 	d := c.opts.RetryDelay
-	return d/2 + time.Duration(mathrand.Int64N(int64(d)))
+	half, x := d/2, time.Duration(mathrand.Int64N(int64(d)))
+	if x > math.MaxInt64-half { // only for RetryDelays of centuries
+		return math.MaxInt64
+	}
+	return half + x
 }
 
 // checkLock validates a key and a TTL, and returns the TTL truncated to the
