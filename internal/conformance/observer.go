@@ -39,6 +39,23 @@ func (r *recorder) Observe(ctx context.Context, e redlock.Event) {
 	r.events = append(r.events, seen{op, e})
 }
 
+// has reports whether an event that match accepts has come.
+func (r *recorder) has(match func(redlock.Event) bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.events {
+		if match(s.e) {
+			return true
+		}
+	}
+	return false
+}
+
+func lostEvent(e redlock.Event) bool {
+	_, ok := e.(redlock.LostEvent)
+	return ok
+}
+
 // take returns the events so far and forgets them.
 func (r *recorder) take() []seen {
 	r.mu.Lock()
@@ -208,13 +225,8 @@ func (s *suite) testObserver(t *testing.T) {
 	}
 	<-short.Context().Done()
 	// The event follows the end of the context, from the timer's goroutine.
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		rec.mu.Lock()
-		n := len(rec.events)
-		rec.mu.Unlock()
-		if n > 0 {
-			break
-		}
+	for deadline := time.Now().Add(5 * time.Second); !rec.has(lostEvent) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
 	ev = rec.take()
 	lost = one(t, ev, "lost at the deadline", func(op string, e redlock.LostEvent) bool { return e.Key == key+":short" })
