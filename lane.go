@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -186,4 +187,36 @@ func (ln *lane) send(batch []*request, calls []Call) []Call {
 		ln.submit(q)
 	}
 	return calls[:0]
+}
+
+// A flight counts a client's requests in flight, for Client.Close. Unlike
+// a sync.WaitGroup it may gain requests while Close waits, as when a
+// forgotten AutoExtend extends a lock; Close then waits for those too.
+type flight struct {
+	n       atomic.Int64
+	waiting atomic.Bool // someone is in wait
+	mu      sync.Mutex
+	zero    sync.Cond // on mu; signalled when n drops to 0 while waiting
+}
+
+func (f *flight) init() { f.zero.L = &f.mu }
+
+func (f *flight) add(n int) { f.n.Add(int64(n)) }
+
+func (f *flight) done() {
+	if f.n.Add(-1) == 0 && f.waiting.Load() {
+		f.mu.Lock()
+		f.zero.Broadcast()
+		f.mu.Unlock()
+	}
+}
+
+// wait returns once no request is in flight.
+func (f *flight) wait() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.waiting.Store(true)
+	for f.n.Load() > 0 {
+		f.zero.Wait()
+	}
 }

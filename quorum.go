@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -55,8 +54,8 @@ type round struct {
 
 	script     *Script
 	keys, args []string
-	reqs       []request       // each node's request, for the nodes' lanes
-	flying     *sync.WaitGroup // the client's requests in flight
+	reqs       []request // each node's request, for the nodes' lanes
+	flying     *flight   // the client's requests in flight
 
 	results []NodeResult  // filled in as the answers are collected
 	decoded []decoded     // each node's decoded answer; age -1 until known
@@ -98,7 +97,7 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 	r.expired = r.ctx.Done()
 	r.running.Store(int32(n))
 	r.flying = &c.flying
-	c.flying.Add(n)
+	c.flying.add(n)
 	for i, node := range c.nodes {
 		r.results[i].Node = node.Name()
 		r.decoded[i].age = -1
@@ -127,7 +126,7 @@ func (r *round) deliver(q *request, v any, err error) {
 		r.cancel()
 		close(r.done)
 	}
-	r.flying.Done()
+	r.flying.done()
 }
 
 // collect gathers answers until the round is decided: it returns true as

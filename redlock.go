@@ -94,9 +94,9 @@ type Client struct {
 	quorum int
 	opts   Options
 	log    *slog.Logger
-	obs    Observer       // nil: none
-	lanes  []*lane        // for each node that is a Batcher; nil for others
-	flying sync.WaitGroup // requests sent and not yet answered
+	obs    Observer // nil: none
+	lanes  []*lane  // for each node that is a Batcher; nil for others
+	flying flight   // requests sent and not yet answered
 
 	learned atomic.Int64 // the largest TTL seen, in nanoseconds
 
@@ -143,6 +143,7 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		gates:    make(map[string]*gate),
 		handoffs: make(map[string]time.Time),
 	}
+	c.flying.init()
 	c.lanes = make([]*lane, len(nodes))
 	for i, n := range nodes {
 		c.states[i].Node = n.Name()
@@ -194,10 +195,12 @@ func (o *Options) fill() error {
 // release of the nodes that Release did not wait for, and ends the
 // client's idle goroutines. It does not close the nodes: close them after
 // Close, so that no release is cut short. Close is for the end of a
-// client's life, after its last Lock, Extend and Release have returned; it
+// client's life, after its last Lock, Extend and Release have returned;
+// requests that start while it waits, as from an AutoExtend that was
+// never stopped, are waited for too, and the client stays usable. Close
 // always returns nil.
 func (c *Client) Close() error {
-	c.flying.Wait()
+	c.flying.wait()
 	for _, ln := range c.lanes {
 		if ln != nil {
 			ln.close()
