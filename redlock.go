@@ -45,7 +45,10 @@ type Options struct {
 
 	// RetryDelay is the mean pause between the rounds of Lock. Each pause
 	// is drawn at random from [RetryDelay/2, 3*RetryDelay/2), so that
-	// contenders that collided do not collide again. Default 50ms.
+	// contenders that collided do not collide again. Default 50ms. On
+	// nodes that are Notifiers a release wakes waiters at once, so a
+	// shorter delay does not make waiting faster: it only adds rounds
+	// that find the lock still held.
 	RetryDelay time.Duration
 
 	// Tries bounds the number of rounds Lock makes. Default 0: no bound,
