@@ -90,6 +90,20 @@ func (n *demoNode) Eval(ctx context.Context, s *redlock.Script, keys, args []str
 	return n.Node.Eval(ctx, s, keys, args)
 }
 
+// EvalBatch lets the demo's clients batch their requests as they would
+// with the adapter itself.
+func (n *demoNode) EvalBatch(ctx context.Context, calls []redlock.Call) {
+	b, ok := n.Node.(redlock.Batcher)
+	if !ok || n.cut.Load() {
+		for i := range calls {
+			c := &calls[i]
+			c.Reply, c.Err = n.Eval(ctx, c.Script, c.Keys, c.Args)
+		}
+		return
+	}
+	b.EvalBatch(ctx, calls)
+}
+
 // A fencedStore is the resource the lock protects: it accepts a write only
 // with a fence greater than any it has accepted.
 type fencedStore struct {

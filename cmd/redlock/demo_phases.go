@@ -152,7 +152,7 @@ func (d *demo) withoutQuorum(ctx context.Context) {
 	d.say("phase 3: %s; %d of %d nodes up, fewer than the quorum %d, for %v",
 		d.stopping(n-down, n-down+1), n-down, n, d.monitor.Quorum(), d.df.phase)
 	wait := min(time.Second, d.df.phase/3)
-	d.say("  each worker keeps trying, waiting up to %v per attempt", wait)
+	d.say("  each worker keeps trying, waiting up to %v per attempt", wait.Round(time.Millisecond))
 	d.stopNodes(n-down, n-down+1)
 	d.phase.Store(3)
 	end := time.Now().Add(d.df.phase)

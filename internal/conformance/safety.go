@@ -134,7 +134,9 @@ func (s *suite) testQuarantine(t *testing.T, disabled, snapshot bool) {
 	// node in service would have; a younger one is in quarantine itself.
 	// (uptime_in_seconds counts whole seconds.)
 	time.Sleep(2*ttlA + 100*time.Millisecond)
-	a := s.quarantineClient(t, cl.urls(), &redlock.Options{})
+	// A generous node timeout: the test needs A's grant on all three
+	// nodes within A's TTL, even on a loaded machine.
+	a := s.quarantineClient(t, cl.urls(), &redlock.Options{NodeTimeout: 500 * time.Millisecond})
 	b := s.quarantineClient(t, cl.urls(), &redlock.Options{DisableQuarantine: disabled, NodeTimeout: 500 * time.Millisecond})
 	ctx, key := ctxT(t), keyFor(t)
 	if snapshot {
