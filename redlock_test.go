@@ -410,6 +410,10 @@ func TestHandoff(t *testing.T) {
 	if w := slow.wakeWindow(); w != 10*time.Millisecond {
 		t.Fatalf("wake window with an hour's RetryDelay: %v", w)
 	}
+	fast, _ := New(nodes("a"), &Options{RetryDelay: time.Millisecond})
+	if w := fast.wakeWindow(); w != 2*time.Millisecond {
+		t.Fatalf("wake window with a RetryDelay of 1ms: %v, want the floor of 2ms", w)
+	}
 }
 
 // syntheticRound is a round of three acquire replies, already received in
