@@ -62,9 +62,9 @@ func (l *Lock) TTL() time.Duration { return l.ttl }
 // differ by less than the TTL, and no node's clock has gone back since an
 // earlier owner's grant while that node has no counter for the lock (a
 // counter lives ten TTLs, at least a minute, after the lock's last grant
-// or release, and a restart without persistence loses it). A resource that only accepts writes with a
-// fence greater than the greatest it has seen cannot be written by an
-// owner that lost the lock without noticing.
+// or release, and a restart without persistence loses it). A resource
+// that only accepts writes with a fence greater than the greatest it has
+// seen cannot be written by an owner that lost the lock without noticing.
 //
 // Each node keeps a counter per lock, max(counter+1, node clock in µs), that
 // every grant raises and every release lifts to at least the lock's fence;
