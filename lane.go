@@ -37,12 +37,16 @@ type Call struct {
 }
 
 // Limits of a lane. A healthy node answers a batch in well under a
-// millisecond, and a few goroutines keep it busy; the rest are for a slow
-// node, where each batch takes a round trip of its latency. With too few,
-// requests wait in the queue behind slow batches, and a clean-up that
-// waits past its round's deadline is never sent: the fault suite's
-// latency-2-of-5 scenario left keys behind with 4 under load, and 15 runs
-// of it under load pass with 16. Throughput measures the same with 1 to 16.
+// millisecond, and a few goroutines keep it busy. A slow node needs more,
+// as each batch waits a round trip of its latency: with too few, requests
+// wait in the queue behind slow batches and reach the node late, and a
+// clean-up whose round ends while it waits is never sent. The fault
+// suite's latency-2-of-5 scenario (200ms to 2 of 5 nodes) left keys
+// behind under load with 4 goroutines per node, and also when a lane
+// started more than 4 only once requests had queued for 2 or 20ms; with
+// up to 16 started whenever all are busy, 30 runs under load pass. The
+// price is smaller batches when the machine is saturated: W1 N=5 G=64 in
+// BENCHMARKS.md measures about a tenth less than with 4.
 const (
 	laneWorkers  = 16              // goroutines per node sending batches at once
 	laneBatch    = 128             // most requests in one batch
