@@ -43,10 +43,11 @@ type Call struct {
 // clean-up whose round ends while it waits is never sent. The fault
 // suite's latency-2-of-5 scenario (200ms to 2 of 5 nodes) left keys
 // behind under load with 4 goroutines per node, and also when a lane
-// started more than 4 only once requests had queued for 2 or 20ms; with
-// up to 16 started whenever all are busy, 30 runs under load pass. The
-// price is smaller batches when the machine is saturated: W1 N=5 G=64 in
-// BENCHMARKS.md measures about a tenth less than with 4.
+// started more than 4 only once requests had queued for 20ms (queueing
+// for 2ms already cost the throughput below); with up to 16 started
+// whenever all are busy, 30 runs under load pass. The price is smaller
+// batches when the machine is saturated: W1 N=5 G=64 in BENCHMARKS.md
+// measures about a tenth less than with 4.
 const (
 	laneWorkers  = 16              // goroutines per node sending batches at once
 	laneBatch    = 128             // most requests in one batch
