@@ -194,11 +194,7 @@ func fileExists(path string) bool {
 
 // nodesFlag returns --nodes=URL,... for the servers.
 func nodesFlag(servers ...*redistest.Server) string {
-	urls := make([]string, len(servers))
-	for i, s := range servers {
-		urls[i] = s.URL()
-	}
-	return "--nodes=" + strings.Join(urls, ",")
+	return "--nodes=" + strings.Join(redistest.URLs(servers), ",")
 }
 
 // expect fails t unless r exited with code and its output contains each of

@@ -16,12 +16,7 @@ import (
 // their URLs.
 func startNodes(t *testing.T) []string {
 	t.Helper()
-	servers := redistest.StartN(t, 3, redistest.Config{})
-	urls := make([]string, len(servers))
-	for i, s := range servers {
-		urls[i] = s.URL()
-	}
-	return urls
+	return redistest.URLs(redistest.StartN(t, 3, redistest.Config{}))
 }
 
 // testConfig is the program's configuration for tests, on the database

@@ -18,11 +18,7 @@ import (
 func startNodes(t *testing.T) ([]*redistest.Server, []string) {
 	t.Helper()
 	servers := redistest.StartN(t, 3, redistest.Config{})
-	urls := make([]string, len(servers))
-	for i, s := range servers {
-		urls[i] = s.URL()
-	}
-	return servers, urls
+	return servers, redistest.URLs(servers)
 }
 
 // testConfig is the program's configuration for tests: a job of steps

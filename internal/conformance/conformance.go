@@ -82,11 +82,7 @@ func startCluster(t *testing.T, n int, unix bool) *cluster {
 }
 
 func (c *cluster) urls() []string {
-	urls := make([]string, len(c.servers))
-	for i, s := range c.servers {
-		urls[i] = s.URL()
-	}
-	return urls
+	return redistest.URLs(c.servers)
 }
 
 // client dials every url and returns a redlock client over them. Unless

@@ -170,6 +170,15 @@ func (s *Server) URL() string {
 	return "redis://" + s.addr
 }
 
+// URLs returns the URLs of servers, in order.
+func URLs(servers []*Server) []string {
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		urls[i] = s.URL()
+	}
+	return urls
+}
+
 // PID returns the process id of the running server, or 0 if it is not
 // running.
 func (s *Server) PID() int {
