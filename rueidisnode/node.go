@@ -128,12 +128,28 @@ func (n *Node) Eval(ctx context.Context, script *redlock.Script, keys, args []st
 
 // eval is Eval for the script src whose digest is sha.
 func (n *Node) eval(ctx context.Context, sha, src string, keys, args []string) (any, error) {
-	nk := int64(len(keys))
-	resp := n.c.Do(ctx, n.c.B().Evalsha().Sha1(sha).Numkeys(nk).Key(keys...).Arg(args...).Build())
-	if rerr, ok := rueidis.IsRedisErr(resp.Error()); ok && rerr.IsNoScript() {
-		resp = n.c.Do(ctx, n.c.B().Eval().Script(src).Numkeys(nk).Key(keys...).Arg(args...).Build())
+	resp := n.c.Do(ctx, n.evalsha(sha, keys, args))
+	if isNoScript(resp) {
+		resp = n.c.Do(ctx, n.evalSource(src, keys, args))
 	}
 	return result(resp)
+}
+
+// evalsha returns the command EVALSHA sha with keys and args.
+func (n *Node) evalsha(sha string, keys, args []string) rueidis.Completed {
+	return n.c.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+// evalSource returns the command EVAL src with keys and args.
+func (n *Node) evalSource(src string, keys, args []string) rueidis.Completed {
+	return n.c.B().Eval().Script(src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+// isNoScript reports whether resp is the server's NOSCRIPT error: it does
+// not have the script cached.
+func isNoScript(resp rueidis.RedisResult) bool {
+	rerr, ok := rueidis.IsRedisErr(resp.Error())
+	return ok && rerr.IsNoScript()
 }
 
 // EvalBatch runs every call as Eval would, in one DoMulti: the EVALSHA
@@ -147,12 +163,12 @@ func (n *Node) EvalBatch(ctx context.Context, calls []redlock.Call) {
 	}
 	cmds := make(rueidis.Commands, len(calls))
 	for i, c := range calls {
-		cmds[i] = n.c.B().Evalsha().Sha1(c.Script.SHA1()).Numkeys(int64(len(c.Keys))).Key(c.Keys...).Arg(c.Args...).Build()
+		cmds[i] = n.evalsha(c.Script.SHA1(), c.Keys, c.Args)
 	}
 	resps := n.c.DoMulti(ctx, cmds...)
 	var again []int
 	for i, resp := range resps {
-		if rerr, ok := rueidis.IsRedisErr(resp.Error()); ok && rerr.IsNoScript() {
+		if isNoScript(resp) {
 			again = append(again, i)
 			continue
 		}
@@ -164,7 +180,7 @@ func (n *Node) EvalBatch(ctx context.Context, calls []redlock.Call) {
 	cmds = cmds[:0]
 	for _, i := range again {
 		c := calls[i]
-		cmds = append(cmds, n.c.B().Eval().Script(c.Script.Source()).Numkeys(int64(len(c.Keys))).Key(c.Keys...).Arg(c.Args...).Build())
+		cmds = append(cmds, n.evalSource(c.Script.Source(), c.Keys, c.Args))
 	}
 	for j, resp := range n.c.DoMulti(ctx, cmds...) {
 		calls[again[j]].Reply, calls[again[j]].Err = result(resp)
