@@ -550,27 +550,16 @@ type tapNode struct {
 // reads better in errors.
 func (n *tapNode) Name() string { return n.name }
 
+// Eval is a batch of one call.
 func (n *tapNode) Eval(ctx context.Context, s *redlock.Script, keys, args []string) (any, error) {
-	acquire := s.Name() == "acquire" && len(args) > 0
-	if acquire {
-		n.cl.noteRound(args[0])
-	}
-	n.mu.Lock()
-	n.inFlight++
-	n.mu.Unlock()
-	v, err := n.Node.Eval(ctx, s, keys, args)
-	n.mu.Lock()
-	n.inFlight--
-	n.mu.Unlock()
-	if acquire && !timedOut(err) {
-		n.cl.noteSettled(args[0], n.i)
-	}
-	return v, err
+	calls := []redlock.Call{{Script: s, Keys: keys, Args: args}}
+	n.EvalBatch(ctx, calls)
+	return calls[0].Reply, calls[0].Err
 }
 
 // EvalBatch makes the tapNode a redlock.Batcher, so that the suite runs
-// the client's batching path: it notes each call as Eval does and hands
-// the batch to the adapter.
+// the client's batching path: it notes each acquisition's round and, once
+// answered, that the node settled it, and hands the batch to the adapter.
 func (n *tapNode) EvalBatch(ctx context.Context, calls []redlock.Call) {
 	for _, c := range calls {
 		if c.Script.Name() == "acquire" && len(c.Args) > 0 {
