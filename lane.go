@@ -154,6 +154,14 @@ func (ln *lane) work() {
 // send runs one batch and delivers its answers. Requests whose round has
 // ended are answered with the round's error without being sent. It
 // returns calls for reuse.
+//
+// No request may outlive its round's deadline, as a request of its own
+// would not: a late grant could otherwise land after the clean-up of its
+// round had passed the node. So a batch is cut at the earliest deadline
+// of its requests. A request cut that way before its own deadline is sent
+// again in a later batch; every script can be sent twice (acquire finds
+// its own grant, extend never deletes, and a release sent again is marked
+// as retried, so that it counts a key it finds gone as its own doing).
 func (ln *lane) send(batch []*request, calls []Call) []Call {
 	var deadline time.Time
 	var base context.Context
@@ -165,33 +173,42 @@ func (ln *lane) send(batch []*request, calls []Call) []Call {
 		}
 		live = append(live, q)
 		calls = append(calls, Call{Script: q.r.script, Keys: q.r.keys, Args: q.r.args})
-		if d := q.r.deadline; d.After(deadline) {
+		if d := q.r.deadline; base == nil || d.Before(deadline) {
 			deadline, base = d, q.r.ctx
 		}
 	}
 	if len(live) == 0 {
 		return calls
 	}
+	cut := false
 	if len(live) == 1 {
 		ln.node.EvalBatch(base, calls)
 	} else {
-		// The batch lasts as long as its longest round, whatever happens
-		// to the others; each round stops waiting for its own answer at
-		// its own deadline.
+		// One round's caller giving up does not cut the others' requests.
 		ctx, cancel := context.WithDeadline(context.WithoutCancel(base), deadline)
 		ln.node.EvalBatch(ctx, calls)
+		cut = ctx.Err() != nil
 		cancel()
 	}
 	var again []*request
 	for i, q := range live {
 		c := &calls[i]
-		if c.Err != nil && q.tries > 1 && q.r.ctx.Err() == nil {
+		switch {
+		case c.Err == nil || q.r.ctx.Err() != nil:
+			q.r.deliver(q, c.Reply, c.Err)
+			continue
+		case cut && q.r.deadline.After(deadline):
+			// Cut for another round: not a try of its own. A script that
+			// may be retried may have run, as after a failed try.
+			q.retry = q.retry || q.tries > 1
+		case q.tries > 1:
 			q.tries--
 			q.retry = true
-			again = append(again, q)
+		default:
+			q.r.deliver(q, c.Reply, c.Err)
 			continue
 		}
-		q.r.deliver(q, c.Reply, c.Err)
+		again = append(again, q)
 	}
 	clear(calls) // drop the replies
 	for _, q := range again {
