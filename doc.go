@@ -5,8 +5,9 @@
 // A [Client] is built from [Node] values, one per master. The masters must
 // be independent: no replication between them, no failover, each on its
 // own host. The goredisnode and rueidisnode modules make Nodes from
-// go-redis and rueidis clients. This package imports only the standard
-// library.
+// go-redis and rueidis clients; package [driver] says what any other
+// client library must do to be a Node. This package imports only the
+// standard library.
 //
 //	c, err := redlock.New(nodes, nil)
 //	...
@@ -116,7 +117,7 @@
 // # Waiting
 //
 // Lock does not poll blindly. The release script publishes on
-// "redlock:released:" + key. On nodes that implement [Notifier] (both
+// "redlock:released:" + key. On nodes that implement [driver.Notifier] (both
 // adapters do), a waiting Lock subscribes after its first failed round and
 // tries again as soon as the key is released, after a random pause of a
 // few milliseconds that keeps woken waiters from splitting the votes. The
@@ -132,7 +133,7 @@
 //
 // # Requests and goroutines
 //
-// Requests to a node that implements [Batcher] (both adapters do) go
+// Requests to a node that implements [driver.Batcher] (both adapters do) go
 // through a few long-lived goroutines per node, each of which sends
 // everything queued for the node in one write; other nodes get a
 // goroutine per request. [Client.Close] waits for the requests still in

@@ -40,6 +40,9 @@ var (
 	ErrInvalid = errors.New("redlock: invalid argument")
 )
 
+// errNoAnswer is the error of a node that did not answer within a round.
+var errNoAnswer = errors.New("no answer within the node timeout")
+
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }

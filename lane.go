@@ -5,49 +5,18 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/quorumlock/redlock/driver"
 )
-
-// A Batcher is a Node that can run several scripts in one round trip.
-//
-// A Client sends the requests of concurrent rounds to a Batcher through a
-// few long-lived goroutines per node, each of which takes every request
-// waiting for the node and hands them to EvalBatch together, instead of
-// running a goroutine per node per request. The node then sees a few large
-// writes instead of many small ones. The adapters in the goredisnode and
-// rueidisnode modules implement Batcher with a pipeline.
-type Batcher interface {
-	Node
-
-	// EvalBatch runs every call as Eval would, writing them to the node
-	// together, and sets each call's Reply and Err. A call whose script
-	// the node does not have cached must still succeed, as with Eval.
-	// EvalBatch must give up when ctx is done, setting Err on the calls
-	// without an answer.
-	EvalBatch(ctx context.Context, calls []Call)
-}
-
-// A Call is one script run of a batch; see Batcher.
-type Call struct {
-	Script *Script
-	Keys   []string
-	Args   []string
-
-	Reply any   // set by EvalBatch, as Eval returns it
-	Err   error // set by EvalBatch, as Eval returns it
-}
 
 // Limits of a lane. A healthy node answers a batch in well under a
 // millisecond, and a few goroutines keep it busy. A slow node needs more,
 // as each batch waits a round trip of its latency: with too few, requests
 // wait in the queue behind slow batches and reach the node late, and a
-// clean-up whose round ends while it waits is never sent. The fault
-// suite's latency-2-of-5 scenario (200ms to 2 of 5 nodes) left keys
-// behind under load with 4 goroutines per node, and also when a lane
-// started more than 4 only once requests had queued for 20ms (queueing
-// for 2ms already cost the throughput below); with up to 16 started
-// whenever all are busy, 30 runs under load pass. The price is smaller
-// batches when the machine is saturated: W1 N=5 G=64 in BENCHMARKS.md
-// measures about a tenth less than with 4.
+// clean-up whose round ends while it waits is never sent. Sixteen per
+// node keep the fault suite's latency-2-of-5 scenario (200ms to 2 of 5
+// nodes) from leaving keys behind under load; the price is smaller
+// batches when the machine is saturated (BENCHMARKS.md, W1 N=5 G=64).
 const (
 	laneWorkers  = 16              // goroutines per node sending batches at once
 	laneBatch    = 128             // most requests in one batch
@@ -59,7 +28,7 @@ const (
 // Goroutines start when requests come and end after laneLingerOn without
 // any.
 type lane struct {
-	node Batcher
+	node driver.Batcher
 
 	mu      sync.Mutex
 	queue   []*request
@@ -78,7 +47,7 @@ type request struct {
 	retry bool
 }
 
-func newLane(n Batcher) *lane {
+func newLane(n driver.Batcher) *lane {
 	return &lane{node: n, wake: make(chan struct{}, laneWorkers), closed: make(chan struct{})}
 }
 
@@ -109,7 +78,7 @@ func (ln *lane) submit(q *request) {
 // work sends batches until there has been no request for laneLingerOn.
 func (ln *lane) work() {
 	var batch []*request
-	var calls []Call
+	var calls []driver.Call
 	var linger *time.Timer
 	for {
 		ln.mu.Lock()
@@ -162,7 +131,7 @@ func (ln *lane) work() {
 // again in a later batch; every script can be sent twice (acquire finds
 // its own grant, extend never deletes, and a release sent again is marked
 // as retried, so that it counts a key it finds gone as its own doing).
-func (ln *lane) send(batch []*request, calls []Call) []Call {
+func (ln *lane) send(batch []*request, calls []driver.Call) []driver.Call {
 	var deadline time.Time
 	var base context.Context
 	live := batch[:0]
@@ -172,7 +141,7 @@ func (ln *lane) send(batch []*request, calls []Call) []Call {
 			continue
 		}
 		live = append(live, q)
-		calls = append(calls, Call{Script: q.r.script, Keys: q.r.keys, Args: q.r.args})
+		calls = append(calls, driver.Call{Script: q.r.script, Keys: q.r.keys, Args: q.r.args})
 		if d := q.r.deadline; base == nil || d.Before(deadline) {
 			deadline, base = d, q.r.ctx
 		}

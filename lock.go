@@ -161,14 +161,13 @@ func (l *Lock) endLocked(cause error) {
 //
 // Extend returns ErrReleased after Release, and an error wrapping
 // ErrInvalid for a bad ttl.
-func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
-	ctx, start := l.c.start(ctx, "extend", l.key)
-	ttl, err := l.c.checkLock(l.key, ttl)
-	if err == nil {
-		err = l.extend(ctx, ttl)
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
+	ctx, ev := l.c.begin(ctx, "extend", l.key)
+	defer func() { l.c.end(ctx, ev, err) }()
+	if ev.TTL, err = l.c.checkLock(l.key, ttl); err != nil {
+		return err
 	}
-	l.c.finish(ctx, OpEvent{Op: "extend", Key: l.key, Start: start, TTL: ttl, Quorum: l.c.quorum, Err: err})
-	return err
+	return l.extend(ctx, ev.TTL)
 }
 
 func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
@@ -190,28 +189,27 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		e.Err = ErrExpired
 		return e
 	}
-	r := l.c.send(ctx, timeout, 1, extendScript, decodeStatus,
-		[]string{l.key, markerKey}, []string{l.token, msString(ttl)})
-	if r.collect(l.c.quorum, 0) {
+	r, extended := l.c.extendRound(ctx, l.key, l.token, ttl, timeout)
+	ok := false
+	if extended {
 		l.mu.Lock()
-		ok := l.lost == nil && time.Now().Before(l.until)
-		if ok {
+		if ok = l.lost == nil && time.Now().Before(l.until); ok {
 			l.until = validUntil(r.start, ttl, l.c.drift(ttl))
 			l.c.learn(ttl)
 		}
 		l.mu.Unlock()
-		l.c.roundDone(ctx, "extend", l.key, 1, r, ok)
-		if ok {
-			return nil
-		}
-		e.Nodes, e.Err = r.results, ErrExpired
-		return e
 	}
-	r.drain()
-	l.c.roundDone(ctx, "extend", l.key, 1, r, false)
+	r.decide(ok)
+	l.c.report(ctx, "extend", l.key, 1, r)
+	if ok {
+		return nil
+	}
 	e.Nodes = r.results
 	switch {
-	case r.count(Taken, Absent) > len(l.c.nodes)-l.c.quorum:
+	case extended:
+		// A quorum extended the keys, but the lock had ended meanwhile.
+		e.Err = ErrExpired
+	case r.count(Taken)+r.count(Absent) > len(l.c.nodes)-l.c.quorum:
 		e.Err = ErrLockLost
 		l.mu.Lock()
 		first := l.lost == nil
@@ -249,11 +247,13 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 //     keys left expire with their TTL.
 //
 // A second Release returns ErrReleased.
-func (l *Lock) Release(ctx context.Context) error {
-	ctx, start := l.c.start(ctx, "release", l.key)
-	err := l.release(ctx)
-	l.c.finish(ctx, OpEvent{Op: "release", Key: l.key, Start: start, Quorum: l.c.quorum, Held: time.Since(l.start), Err: err})
-	return err
+func (l *Lock) Release(ctx context.Context) (err error) {
+	ctx, ev := l.c.begin(ctx, "release", l.key)
+	defer func() {
+		ev.Held = time.Since(l.start)
+		l.c.end(ctx, ev, err)
+	}()
+	return l.release(ctx)
 }
 
 func (l *Lock) release(ctx context.Context) error {
@@ -284,7 +284,8 @@ func (l *Lock) release(ctx context.Context) error {
 	// caller needs to hear; one after the deadline, or one that finds the
 	// lock gone, is reported with every node's answer.
 	r := l.c.releaseRound(ctx, l.key, l.token, l.fence, l.c.fenceTTL(l.ttl), expired)
-	l.c.roundDone(ctx, "release", l.key, 1, r, r.count(OK) >= l.c.quorum)
+	r.decide(r.count(OK) >= l.c.quorum)
+	l.c.report(ctx, "release", l.key, 1, r)
 	if r.woke > 0 {
 		l.c.noteHandoff(l.key)
 	}
@@ -292,9 +293,9 @@ func (l *Lock) release(ctx context.Context) error {
 	switch {
 	case expired:
 		e.Err = ErrExpired
-	case r.count(Taken, Absent) > len(l.c.nodes)-l.c.quorum:
+	case r.count(Taken)+r.count(Absent) > len(l.c.nodes)-l.c.quorum:
 		e.Err = ErrLockLost
-	case r.count(OK) >= l.c.quorum:
+	case r.ok:
 		return nil
 	default:
 		e.Err = ErrNoQuorum

@@ -60,10 +60,9 @@ func (c *Client) States() []NodeState {
 func (c *Client) Probe(ctx context.Context) []NodeState {
 	r := c.send(ctx, c.opts.ReleaseTimeout, 1, probeScript, decodeProbe, []string{markerKey}, nil)
 	r.drain()
-	c.learn(r.maxTTL)
-	q := c.quarantineFor(0)
-	c.roundDone(ctx, "probe", "", 1, r, r.count(OK) == len(c.nodes))
-	c.observe(ctx, r, q)
+	r.decide(r.count(OK) == len(c.nodes))
+	c.report(ctx, "probe", "", 1, r)
+	c.heard(ctx, r, 0)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := range c.states {
@@ -79,16 +78,6 @@ func (c *Client) Probe(ctx context.Context) []NodeState {
 		st.ClockOffset = time.UnixMilli(d.clock).Sub(mid).Round(time.Millisecond)
 	}
 	return append([]NodeState(nil), c.states...)
-}
-
-// decodeProbe decodes the reply of the probe script: {age, maxttl, clock}.
-func decodeProbe(v any) decoded {
-	a, ok := ints(v, 3)
-	if !ok || !fitsMillis(a[0]) || !fitsMillis(a[1]) {
-		return decoded{outcome: Failed, err: fmt.Errorf("redlock: unexpected reply %#v from the probe script", v)}
-	}
-	return decoded{outcome: OK, age: time.Duration(a[0]) * time.Millisecond,
-		maxTTL: time.Duration(a[1]) * time.Millisecond, clock: a[2]}
 }
 
 // quarantineFor returns how long a node must have run to vote for a lock
@@ -110,10 +99,16 @@ func (c *Client) learn(ttl time.Duration) {
 	}
 }
 
-// observe records what a round showed of each node, and tells the
-// Observer of the changes. A node whose answer was not waited for keeps
-// its previous state.
-func (c *Client) observe(ctx context.Context, r *round, quarantine time.Duration) {
+// heard records what an acquisition or probe round showed of the nodes:
+// the largest TTL any of them has seen, and each one's health, judged
+// against quarantine (0 for a probe: the learned one). A node whose answer
+// was not waited for keeps its previous state. The Observer is told of
+// every change.
+func (c *Client) heard(ctx context.Context, r *round, quarantine time.Duration) {
+	c.learn(r.maxTTL) // covers the TTL of a grant: every acquire reply reports at least its own TTL
+	if quarantine == 0 {
+		quarantine = c.quarantineFor(0)
+	}
 	now := time.Now()
 	var changed []NodeEvent
 	c.mu.Lock()

@@ -95,30 +95,11 @@ func (OpEvent) event()    {}
 func (LostEvent) event()  {}
 func (NodeEvent) event()  {}
 
-// start begins an observed operation: it returns the context for its
-// events and the time it began. Without an Observer it returns ctx and the
-// zero time, and costs nothing.
-func (c *Client) start(ctx context.Context, op, key string) (context.Context, time.Time) {
-	if c.obs == nil {
-		return ctx, time.Time{}
-	}
-	return c.obs.Start(ctx, op, key), time.Now()
-}
-
-// finish reports the end of an operation begun with start.
-func (c *Client) finish(ctx context.Context, e OpEvent) {
-	if c.obs == nil {
-		return
-	}
-	e.Duration = time.Since(e.Start)
-	c.obs.Observe(ctx, e)
-}
-
-// roundDone reports a round once it is decided.
-func (c *Client) roundDone(ctx context.Context, op, key string, n int, r *round, ok bool) {
+// report tells the Observer of a round once it is decided.
+func (c *Client) report(ctx context.Context, op, key string, n int, r *round) {
 	if c.obs == nil {
 		return
 	}
 	c.obs.Observe(ctx, RoundEvent{Op: op, Key: key, Round: n, Start: r.start,
-		Duration: time.Since(r.start), OK: ok, Quorum: c.quorum, Nodes: append([]NodeResult(nil), r.results...)})
+		Duration: r.took, OK: r.ok, Quorum: c.quorum, Nodes: r.verdict})
 }

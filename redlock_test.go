@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/quorumlock/redlock/driver"
 	"time"
 )
 
@@ -15,7 +17,7 @@ import (
 type nameNode string
 
 func (n nameNode) Name() string { return string(n) }
-func (n nameNode) Eval(context.Context, *Script, []string, []string) (any, error) {
+func (n nameNode) Eval(context.Context, *driver.Script, []string, []string) (any, error) {
 	return nil, errors.New("nameNode has no server")
 }
 

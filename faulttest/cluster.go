@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/goredisnode"
 	"github.com/quorumlock/redlock/internal/redistest"
 )
@@ -515,7 +516,7 @@ func (cl *Client) InFlight(i int) int {
 
 // runs returns a proxy matcher for the commands that run the named script.
 func runs(name string) func(args []string) bool {
-	var sc *redlock.Script
+	var sc *driver.Script
 	for _, s := range redlock.Scripts() {
 		if s.Name() == name {
 			sc = s
@@ -551,16 +552,16 @@ type tapNode struct {
 func (n *tapNode) Name() string { return n.name }
 
 // Eval is a batch of one call.
-func (n *tapNode) Eval(ctx context.Context, s *redlock.Script, keys, args []string) (any, error) {
-	calls := []redlock.Call{{Script: s, Keys: keys, Args: args}}
+func (n *tapNode) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
+	calls := []driver.Call{{Script: s, Keys: keys, Args: args}}
 	n.EvalBatch(ctx, calls)
 	return calls[0].Reply, calls[0].Err
 }
 
-// EvalBatch makes the tapNode a redlock.Batcher, so that the suite runs
+// EvalBatch makes the tapNode a driver.Batcher, so that the suite runs
 // the client's batching path: it notes each acquisition's round and, once
 // answered, that the node settled it, and hands the batch to the adapter.
-func (n *tapNode) EvalBatch(ctx context.Context, calls []redlock.Call) {
+func (n *tapNode) EvalBatch(ctx context.Context, calls []driver.Call) {
 	for _, c := range calls {
 		if c.Script.Name() == "acquire" && len(c.Args) > 0 {
 			n.cl.noteRound(c.Args[0])
@@ -569,7 +570,7 @@ func (n *tapNode) EvalBatch(ctx context.Context, calls []redlock.Call) {
 	n.mu.Lock()
 	n.inFlight += len(calls)
 	n.mu.Unlock()
-	if b, ok := n.Node.(redlock.Batcher); ok {
+	if b, ok := n.Node.(driver.Batcher); ok {
 		b.EvalBatch(ctx, calls)
 	} else {
 		for i := range calls {

@@ -1,4 +1,4 @@
-// Package goredisnode implements [redlock.Node] for the go-redis client,
+// Package goredisnode implements [driver.Node] for the go-redis client,
 // [github.com/redis/go-redis/v9].
 //
 // A Node either wraps a client the caller already has ([New]) or owns a
@@ -21,12 +21,12 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/driver"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// A Node is a [redlock.Node] backed by a go-redis client. It is safe for
+// A Node is a [driver.Node] backed by a go-redis client. It is safe for
 // concurrent use by multiple goroutines.
 type Node struct {
 	c    redis.Scripter
@@ -41,7 +41,7 @@ type Node struct {
 	hub hub // subscriptions for Notify
 }
 
-var _ redlock.Batcher = (*Node)(nil)
+var _ driver.Batcher = (*Node)(nil)
 
 // New returns a Node that runs scripts through c, which may be any client
 // that can evaluate scripts: a *redis.Client, or any [redis.UniversalClient].
@@ -116,14 +116,14 @@ func Dial(rawURL string) (*Node, error) {
 func (n *Node) Name() string { return n.name }
 
 // Eval runs script on the node with EVALSHA and, if the server does not
-// have the script cached, with EVAL. It implements [redlock.Node].
+// have the script cached, with EVAL. It implements [driver.Node].
 //
 // Integer and string replies are returned as int64 and string, arrays as
 // []any of such values, and a null reply or a Lua false as nil. Under RESP3,
 // a Lua true is returned as int64(1), as under RESP2. A Redis error reply is
 // returned as the go-redis error, whose text is the server's message (for
 // example "ERR ...").
-func (n *Node) Eval(ctx context.Context, script *redlock.Script, keys, args []string) (any, error) {
+func (n *Node) Eval(ctx context.Context, script *driver.Script, keys, args []string) (any, error) {
 	return n.eval(ctx, script.SHA1(), script.Source(), keys, args)
 }
 
@@ -139,10 +139,10 @@ func (n *Node) eval(ctx context.Context, sha, src string, keys, args []string) (
 
 // EvalBatch runs every call as Eval would, in one pipeline: one write of
 // EVALSHA commands, and one more of EVAL commands for the calls whose
-// script the server did not have cached. It implements [redlock.Batcher].
+// script the server did not have cached. It implements [driver.Batcher].
 // A single call, and every call of a client that cannot pipeline (a
 // [redis.Scripter] without a Pipeline method), runs as Eval runs it.
-func (n *Node) EvalBatch(ctx context.Context, calls []redlock.Call) {
+func (n *Node) EvalBatch(ctx context.Context, calls []driver.Call) {
 	p, ok := n.c.(pipeliner)
 	if !ok || len(calls) == 1 {
 		for i := range calls {

@@ -13,7 +13,7 @@ type subscriber interface {
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
 }
 
-// Notify implements [redlock.Notifier]: it subscribes to channel and sends
+// Notify implements [driver.Notifier]: it subscribes to channel and sends
 // on wake, without blocking, for each message, until ctx is done. It
 // returns once the server has confirmed the subscription.
 //

@@ -1,4 +1,4 @@
-// Package rueidisnode implements [redlock.Node] for the rueidis client,
+// Package rueidisnode implements [driver.Node] for the rueidis client,
 // [github.com/redis/rueidis].
 //
 // A Node either wraps a client the caller already has ([New]) or owns a
@@ -22,11 +22,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/driver"
 	"github.com/redis/rueidis"
 )
 
-// A Node is a [redlock.Node] backed by a rueidis client. It is safe for
+// A Node is a [driver.Node] backed by a rueidis client. It is safe for
 // concurrent use by multiple goroutines.
 type Node struct {
 	c    rueidis.Client
@@ -37,7 +37,7 @@ type Node struct {
 	closeOnce sync.Once
 }
 
-var _ redlock.Batcher = (*Node)(nil)
+var _ driver.Batcher = (*Node)(nil)
 
 // New returns a Node that runs scripts through c.
 //
@@ -114,7 +114,7 @@ func Dial(rawURL string) (*Node, error) {
 func (n *Node) Name() string { return n.name }
 
 // Eval runs script on the node with EVALSHA and, if the server does not
-// have the script cached, with EVAL. It implements [redlock.Node].
+// have the script cached, with EVAL. It implements [driver.Node].
 //
 // Integer and string replies are returned as int64 and string, arrays of
 // integers as []int64, other arrays as []any of such values, and a null reply or a Lua false as nil. Under RESP3,
@@ -122,7 +122,7 @@ func (n *Node) Name() string { return n.name }
 // returned as an error whose text is the server's message (for example
 // "ERR ...") and which wraps the rueidis error, a *rueidis.RedisError, for
 // errors.As. (rueidis itself drops the "ERR " prefix from the message.)
-func (n *Node) Eval(ctx context.Context, script *redlock.Script, keys, args []string) (any, error) {
+func (n *Node) Eval(ctx context.Context, script *driver.Script, keys, args []string) (any, error) {
 	return n.eval(ctx, script.SHA1(), script.Source(), keys, args)
 }
 
@@ -154,8 +154,8 @@ func isNoScript(resp rueidis.RedisResult) bool {
 
 // EvalBatch runs every call as Eval would, in one DoMulti: the EVALSHA
 // commands are written together, and EVAL is sent for the calls whose
-// script the server did not have cached. It implements [redlock.Batcher].
-func (n *Node) EvalBatch(ctx context.Context, calls []redlock.Call) {
+// script the server did not have cached. It implements [driver.Batcher].
+func (n *Node) EvalBatch(ctx context.Context, calls []driver.Call) {
 	if len(calls) == 1 {
 		c := &calls[0]
 		c.Reply, c.Err = n.Eval(ctx, c.Script, c.Keys, c.Args)

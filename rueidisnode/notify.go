@@ -6,7 +6,7 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// Notify implements [redlock.Notifier]: it subscribes to channel on the
+// Notify implements [driver.Notifier]: it subscribes to channel on the
 // client's own connection (rueidis carries subscriptions alongside other
 // commands) and sends on wake, without blocking, for each message, until
 // ctx is done. It returns once the server has confirmed the subscription.

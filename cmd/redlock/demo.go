@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/goredisnode"
 	"github.com/spf13/cobra"
 )
@@ -83,7 +84,7 @@ type demoNode struct {
 	cut *atomic.Bool
 }
 
-func (n *demoNode) Eval(ctx context.Context, s *redlock.Script, keys, args []string) (any, error) {
+func (n *demoNode) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
 	if n.cut.Load() {
 		return nil, errCut
 	}
@@ -92,8 +93,8 @@ func (n *demoNode) Eval(ctx context.Context, s *redlock.Script, keys, args []str
 
 // EvalBatch lets the demo's clients batch their requests as they would
 // with the adapter itself.
-func (n *demoNode) EvalBatch(ctx context.Context, calls []redlock.Call) {
-	b, ok := n.Node.(redlock.Batcher)
+func (n *demoNode) EvalBatch(ctx context.Context, calls []driver.Call) {
+	b, ok := n.Node.(driver.Batcher)
 	if !ok || n.cut.Load() {
 		for i := range calls {
 			c := &calls[i]

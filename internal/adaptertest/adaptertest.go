@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/internal/leaktest"
 	"github.com/quorumlock/redlock/internal/redistest"
 )
@@ -49,7 +50,7 @@ type Adapter[N Node] struct {
 	// EvalLua runs the Lua source src, whose hex SHA-1 digest is sha, on n
 	// as n.Eval runs a script: EVALSHA, then EVAL if the server answers
 	// NOSCRIPT, and the reply converted as Eval converts it. Only redlock
-	// makes *redlock.Script values, so this is how the table sends the
+	// makes *driver.Script values, so this is how the table sends the
 	// adapter scripts of its own: an adapter passes the method expression
 	// of the unexported method its Eval calls, such as (*Node).eval.
 	EvalLua func(n N, ctx context.Context, sha, src string, keys, args []string) (any, error)
@@ -194,7 +195,7 @@ func BenchmarkEval[N Node](b *testing.B, a Adapter[N]) {
 
 // Script returns the redlock script with the given name, such as
 // "acquire", and fails t if there is none.
-func Script(t testing.TB, name string) *redlock.Script {
+func Script(t testing.TB, name string) *driver.Script {
 	t.Helper()
 	s, err := script(name)
 	if err != nil {
@@ -203,7 +204,7 @@ func Script(t testing.TB, name string) *redlock.Script {
 	return s
 }
 
-func script(name string) (*redlock.Script, error) {
+func script(name string) (*driver.Script, error) {
 	for _, s := range redlock.Scripts() {
 		if s.Name() == name {
 			return s, nil
@@ -214,7 +215,7 @@ func script(name string) (*redlock.Script, error) {
 
 // Runs reports whether the command args, as a [redistest.Proxy] sees it,
 // runs s by EVALSHA or EVAL.
-func Runs(args []string, s *redlock.Script) bool {
+func Runs(args []string, s *driver.Script) bool {
 	if len(args) < 2 {
 		return false
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/internal/redistest"
 )
 
@@ -16,9 +16,9 @@ import (
 func testBatch[N Node](t *testing.T, a Adapter[N]) {
 	srv := redistest.Start(t, redistest.Config{})
 	n := dial(t, a, srv.URL())
-	b, ok := any(n).(redlock.Batcher)
+	b, ok := any(n).(driver.Batcher)
 	if !ok {
-		t.Fatalf("%T does not implement redlock.Batcher", n)
+		t.Fatalf("%T does not implement driver.Batcher", n)
 	}
 	steps := []step{
 		acquireStep("batch:a", "tok1", "60000", granted),
@@ -33,9 +33,9 @@ func testBatch[N Node](t *testing.T, a Adapter[N]) {
 			srv.MustDo(t, "SCRIPT", "FLUSH")
 		}
 		srv.MustDo(t, "CONFIG", "RESETSTAT")
-		calls := make([]redlock.Call, len(steps))
+		calls := make([]driver.Call, len(steps))
 		for i, st := range steps {
-			calls[i] = redlock.Call{Script: Script(t, st.script), Keys: st.keys, Args: st.args}
+			calls[i] = driver.Call{Script: Script(t, st.script), Keys: st.keys, Args: st.args}
 		}
 		b.EvalBatch(ctxTimeout(t, 5*time.Second), calls)
 		for i, st := range steps {
@@ -66,7 +66,7 @@ func testBatch[N Node](t *testing.T, a Adapter[N]) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	calls := []redlock.Call{
+	calls := []driver.Call{
 		{Script: Script(t, "acquire"), Keys: steps[0].keys, Args: steps[0].args},
 		{Script: Script(t, "acquire"), Keys: steps[1].keys, Args: steps[1].args},
 	}

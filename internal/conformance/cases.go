@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/internal/redistest"
 )
 
-func script(t *testing.T, name string) *redlock.Script {
+func script(t *testing.T, name string) *driver.Script {
 	t.Helper()
 	for _, s := range redlock.Scripts() {
 		if s.Name() == name {
@@ -35,7 +36,7 @@ func (s *suite) testScripts(t *testing.T) {
 	ctx, key := ctxT(t), keyFor(t)
 	fenceKey, marker := "redlock:fence:"+key, "redlock:node"
 	acquire, release, extend := script(t, "acquire"), script(t, "release"), script(t, "extend")
-	eval := func(sc *redlock.Script, keys []string, args ...string) any {
+	eval := func(sc *driver.Script, keys []string, args ...string) any {
 		t.Helper()
 		v, err := node.Eval(ctx, sc, keys, args)
 		if err != nil {
@@ -256,7 +257,7 @@ func (s *suite) testTaken(t *testing.T) {
 
 // runs returns a proxy matcher for the commands that run the named script.
 func runs(name string) func(args []string) bool {
-	var sc *redlock.Script
+	var sc *driver.Script
 	for _, s := range redlock.Scripts() {
 		if s.Name() == name {
 			sc = s
@@ -500,7 +501,7 @@ type countingNode struct {
 	inFlight atomic.Int32
 }
 
-func (n *countingNode) Eval(ctx context.Context, s *redlock.Script, keys, args []string) (any, error) {
+func (n *countingNode) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
 	n.inFlight.Add(1)
 	defer n.inFlight.Add(-1)
 	return n.Node.Eval(ctx, s, keys, args)

@@ -6,12 +6,18 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"math"
-	mathrand "math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/quorumlock/redlock/driver"
 )
+
+// A Node is one independent Redis master, as the lock client sees it. The
+// goredisnode and rueidisnode modules make Nodes from go-redis and rueidis
+// clients; package driver says what any other client must do to be one.
+type Node = driver.Node
 
 // Defaults for the zero values of Options.
 const (
@@ -46,9 +52,9 @@ type Options struct {
 	// RetryDelay is the mean pause between the rounds of Lock. Each pause
 	// is drawn at random from [RetryDelay/2, 3*RetryDelay/2), so that
 	// contenders that collided do not collide again. Default 50ms. On
-	// nodes that are Notifiers a release wakes waiters at once, so a
-	// shorter delay does not make waiting faster: it only adds rounds
-	// that find the lock still held.
+	// nodes that announce releases (both adapters do) a release wakes
+	// waiters at once, so a shorter delay does not make waiting faster:
+	// it only adds rounds that find the lock still held.
 	RetryDelay time.Duration
 
 	// Tries bounds the number of rounds Lock makes. Default 0: no bound,
@@ -98,7 +104,7 @@ type Client struct {
 	opts   Options
 	log    *slog.Logger
 	obs    Observer // nil: none
-	lanes  []*lane  // for each node that is a Batcher; nil for others
+	lanes  []*lane  // for each node that is a driver.Batcher; nil for others
 	flying flight   // requests sent and not yet answered
 
 	learned atomic.Int64 // the largest TTL seen, in nanoseconds
@@ -142,15 +148,15 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		opts:     o,
 		log:      o.Logger,
 		obs:      o.Observer,
+		lanes:    make([]*lane, len(nodes)),
 		states:   make([]NodeState, len(nodes)),
 		gates:    make(map[string]*gate),
 		handoffs: make(map[string]time.Time),
 	}
 	c.flying.init()
-	c.lanes = make([]*lane, len(nodes))
 	for i, n := range nodes {
 		c.states[i].Node = n.Name()
-		if b, ok := n.(Batcher); ok {
+		if b, ok := n.(driver.Batcher); ok {
 			c.lanes[i] = newLane(b)
 		}
 	}
@@ -224,37 +230,6 @@ func (c *Client) Nodes() []string {
 // Quorum returns the number of nodes that must agree: N/2+1.
 func (c *Client) Quorum() int { return c.quorum }
 
-// TryLock makes one attempt to obtain the lock on key for ttl.
-//
-// On success the returned Lock is held until Lock.Until, unless it is
-// extended. On failure no key of the attempt is left on any node, and the
-// error is an *OpError wrapping ErrTaken, ErrNoQuorum or ErrExpired; a
-// bad key or ttl gives an error wrapping ErrInvalid.
-func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
-	ctx, start := c.start(ctx, "acquire", key)
-	ttl, err := c.checkLock(key, ttl)
-	if err != nil {
-		c.finish(ctx, OpEvent{Op: "acquire", Key: key, Start: start, TTL: ttl, Quorum: c.quorum, Err: err})
-		return nil, err
-	}
-	l, e := c.acquire(ctx, key, ttl, 1)
-	if e != nil && ctx.Err() != nil {
-		e.ctxErr, e.Err = ctx.Err(), nil
-	}
-	return c.acquired(ctx, start, key, ttl, 1, l, e)
-}
-
-// acquired reports the end of Lock or TryLock to the Observer, and returns
-// its result.
-func (c *Client) acquired(ctx context.Context, start time.Time, key string, ttl time.Duration, rounds int, l *Lock, e *OpError) (*Lock, error) {
-	if e != nil {
-		c.finish(ctx, OpEvent{Op: "acquire", Key: key, Start: start, Rounds: rounds, TTL: ttl, Quorum: c.quorum, Err: e})
-		return nil, e
-	}
-	c.finish(ctx, OpEvent{Op: "acquire", Key: key, Start: start, Rounds: rounds, TTL: ttl, Quorum: c.quorum, Fence: l.fence})
-	return l, nil
-}
-
 // Lock obtains the lock on key for ttl, waiting for it as long as needed.
 //
 // Lock makes rounds until one succeeds, ctx is done, or Options.Tries
@@ -262,7 +237,7 @@ func (c *Client) acquired(ctx context.Context, start time.Time, key string, ttl 
 // round is cleaned up on all nodes before the next one starts.
 //
 // Lock does not poll blindly. After its first failed round it subscribes
-// on every node that is a Notifier to the announcements of the key's
+// on every node that announces releases to the announcements of the key's
 // release, and tries again as soon as one comes, after a short random
 // pause that keeps woken waiters from colliding; without an announcement
 // it tries again after a random pause around Options.RetryDelay.
@@ -274,97 +249,54 @@ func (c *Client) acquired(ctx context.Context, start time.Time, key string, ttl 
 // When ctx ends the wait, the error wraps ctx.Err() as well as the reason
 // of the last completed round.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
-	ctx, start := c.start(ctx, "acquire", key)
-	ttl, err := c.checkLock(key, ttl)
-	if err != nil {
-		c.finish(ctx, OpEvent{Op: "acquire", Key: key, Start: start, TTL: ttl, Quorum: c.quorum, Err: err})
+	return c.obtain(ctx, key, ttl, true)
+}
+
+// TryLock makes one attempt to obtain the lock on key for ttl.
+//
+// On success the returned Lock is held until Lock.Until, unless it is
+// extended. On failure no key of the attempt is left on any node, and the
+// error is an *OpError wrapping ErrTaken, ErrNoQuorum or ErrExpired; a
+// bad key or ttl gives an error wrapping ErrInvalid.
+func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
+	return c.obtain(ctx, key, ttl, false)
+}
+
+// obtain is Lock when wait is set, and TryLock otherwise.
+func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait bool) (l *Lock, err error) {
+	ctx, ev := c.begin(ctx, "acquire", key)
+	defer func() {
+		if l != nil {
+			ev.Fence = l.fence
+		}
+		c.end(ctx, ev, err)
+	}()
+	if ev.TTL, err = c.checkLock(key, ttl); err != nil {
 		return nil, err
 	}
-	rounds := 0
-	l, e := c.lock(ctx, key, ttl, &rounds)
-	return c.acquired(ctx, start, key, ttl, rounds, l, e)
+	l, ev.Rounds, err = c.lock(ctx, key, ev.TTL, wait)
+	return l, err
 }
 
-// lock is Lock after the checks; it counts its rounds in *rounds.
-func (c *Client) lock(ctx context.Context, key string, ttl time.Duration, rounds *int) (*Lock, *OpError) {
-	e := &OpError{Op: "acquire", Key: key, Quorum: c.quorum}
-	begin := time.Now()
-	leave, err := c.enter(ctx, key)
-	if err != nil {
-		e.ctxErr = err
-		return nil, e
+// begin starts an operation: it returns the context the operation goes on
+// with and the OpEvent that end completes. Without an Observer it returns
+// ctx itself and costs nothing.
+func (c *Client) begin(ctx context.Context, op, key string) (context.Context, OpEvent) {
+	ev := OpEvent{Op: op, Key: key, Quorum: c.quorum}
+	if c.obs == nil {
+		return ctx, ev
 	}
-	defer leave()
-	if !sleep(ctx, c.handoffWait(key)) {
-		e.ctxErr = ctx.Err()
-		return nil, e
-	}
-	var last error // the reason of the last completed round
-	var wake <-chan struct{}
-	for round := 1; ; round++ {
-		*rounds = round
-		l, e := c.acquire(ctx, key, ttl, round)
-		if e == nil {
-			return l, nil
-		}
-		e.Rounds = round
-		if ctx.Err() != nil {
-			e.Err, e.ctxErr = last, ctx.Err()
-			return nil, e
-		}
-		last = e.Err
-		if c.opts.Tries > 0 && round >= c.opts.Tries {
-			return nil, e
-		}
-		if round == 1 {
-			sctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			if wake = c.subscribe(sctx, key); wake != nil {
-				// A release between the first round and the subscription
-				// would go unnoticed; try again now instead.
-				continue
-			}
-		}
-		t := time.NewTimer(c.retryDelay())
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			e.ctxErr = ctx.Err()
-			return nil, e
-		case <-t.C:
-		case <-wake:
-			t.Stop()
-			if !sleep(ctx, c.wakeDelay(time.Since(begin))) {
-				e.ctxErr = ctx.Err()
-				return nil, e
-			}
-		}
-	}
+	ev.Start = time.Now()
+	return c.obs.Start(ctx, op, key), ev
 }
 
-// sleep waits for d or until ctx is done, and reports whether it waited
-// the whole time.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
+// end reports the end of an operation that begin started.
+func (c *Client) end(ctx context.Context, ev OpEvent, err error) {
+	if c.obs == nil {
+		return
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-func (c *Client) retryDelay() time.Duration {
-	d := c.opts.RetryDelay
-	half, x := d/2, time.Duration(mathrand.Int64N(int64(d)))
-	if x > math.MaxInt64-half { // only for RetryDelays of centuries
-		return math.MaxInt64
-	}
-	return half + x
+	ev.Duration, ev.Err = time.Since(ev.Start), err
+	c.obs.Observe(ctx, ev)
 }
 
 // checkLock validates a key and a TTL, and returns the TTL truncated to the
@@ -399,6 +331,14 @@ func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 		return c.opts.NodeTimeout
 	}
 	return min(ttl/10, DefaultMaxNodeTimeout)
+}
+
+// fenceTTL returns how long a fence counter outlives its lock's last
+// grant: ten TTLs, and at least a minute. A counter that has expired is
+// harmless (fences also follow the nodes' clocks); one kept longer only
+// costs memory.
+func (c *Client) fenceTTL(ttl time.Duration) time.Duration {
+	return max(10*ttl, time.Minute)
 }
 
 // newToken returns a fresh random token: 24 bytes from crypto/rand, 32

@@ -1,0 +1,114 @@
+// Package driver defines what a Redis client library must do to serve as a
+// node of a redlock.Client. It is for the authors of adapters; users of
+// locks need only the root package and an adapter such as goredisnode or
+// rueidisnode.
+//
+// A node runs the lock client's Lua scripts and nothing else. Node is the
+// one interface an adapter must implement. Batcher and Notifier are
+// optional: a Node that implements Batcher gets the requests of concurrent
+// rounds together, to send them in one write; one that implements Notifier
+// wakes waiting clients when a lock is released, instead of leaving them to
+// poll.
+//
+// An adapter can check itself against real redis-server processes with the
+// conformance cases of this repository's adapters (internal/conformance).
+package driver
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+)
+
+// A Node is one independent Redis master, as the lock client sees it.
+//
+// Implementations must be safe for concurrent use by multiple goroutines.
+type Node interface {
+	// Name identifies the node in errors, logs and metrics, and lets the
+	// client reject a node that is given twice. It should name the address
+	// and the database (for example "10.0.0.7:6379/0") and must never
+	// contain credentials.
+	Name() string
+
+	// Eval runs script on the node with the given keys and arguments. It
+	// should send EVALSHA with script.SHA1() and, when the node answers
+	// NOSCRIPT, send EVAL with script.Source().
+	//
+	// The reply is returned as an int64 (integer), a string (bulk or simple
+	// string), a []any (array) or nil (null); an array of integers only may
+	// also be returned as a []int64, which spares the boxing of each
+	// element. A Redis error reply is returned as a non-nil error. Eval
+	// must give up when ctx is done.
+	//
+	// A client library that retries a command after a network error may
+	// run a script twice; the acquire script is written so that a retry
+	// finds its own grant, but a retried release or extend may report a key
+	// as absent that it itself removed a moment before. Adapters therefore
+	// should not retry.
+	Eval(ctx context.Context, script *Script, keys []string, args []string) (any, error)
+}
+
+// A Batcher is a Node that can run several scripts in one round trip.
+//
+// A client sends the requests of concurrent rounds to a Batcher through a
+// few long-lived goroutines per node, each of which takes every request
+// waiting for the node and hands them to EvalBatch together. The node then
+// sees a few large writes instead of many small ones.
+type Batcher interface {
+	Node
+
+	// EvalBatch runs every call as Eval would, writing them to the node
+	// together, and sets each call's Reply and Err. A call whose script
+	// the node does not have cached must still succeed, as with Eval.
+	// EvalBatch must give up when ctx is done, setting Err on the calls
+	// without an answer.
+	EvalBatch(ctx context.Context, calls []Call)
+}
+
+// A Call is one script run of a batch; see Batcher.
+type Call struct {
+	Script *Script
+	Keys   []string
+	Args   []string
+
+	Reply any   // set by EvalBatch, as Eval returns it
+	Err   error // set by EvalBatch, as Eval returns it
+}
+
+// A Notifier is a Node that can tell the client when a lock is released,
+// so that waiters wake at once instead of polling. The release script
+// publishes on a channel per key; Notify subscribes to it.
+//
+// Nodes that do not implement Notifier still work: their waiters poll.
+type Notifier interface {
+	// Notify subscribes to channel and, for every message published on
+	// it until ctx is done, sends on wake without blocking (a wake that
+	// finds wake full is dropped). It returns once the subscription is in
+	// place, or with an error if it cannot be made.
+	Notify(ctx context.Context, channel string, wake chan<- struct{}) error
+}
+
+// A Script is a Lua script that a client runs on its nodes. Node
+// implementations use SHA1 for EVALSHA and Source for the EVAL fallback
+// and SCRIPT LOAD. A Script is immutable.
+type Script struct {
+	name string
+	src  string
+	sha  string
+}
+
+// NewScript returns a script with a short name, for errors and metrics,
+// and the Lua source.
+func NewScript(name, source string) *Script {
+	sum := sha1.Sum([]byte(source))
+	return &Script{name: name, src: source, sha: hex.EncodeToString(sum[:])}
+}
+
+// Name returns the script's short name, such as "acquire".
+func (s *Script) Name() string { return s.name }
+
+// Source returns the Lua source, for EVAL and SCRIPT LOAD.
+func (s *Script) Source() string { return s.src }
+
+// SHA1 returns the hex SHA-1 digest of the source, for EVALSHA.
+func (s *Script) SHA1() string { return s.sha }
