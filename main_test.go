@@ -3,8 +3,8 @@ package redlock
 import (
 	"testing"
 
-	"github.com/quorumlock/redlock/internal/leaktest"
+	"github.com/quorumlock/redlock/redistest"
 )
 
 // TestMain fails the tests if they leave goroutines running.
-func TestMain(m *testing.M) { leaktest.Main(m) }
+func TestMain(m *testing.M) { redistest.Main(m) }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redistest"
 )
 
 // TestSmoke runs every library in tiny cells of both workloads against real

@@ -10,8 +10,11 @@
 // wakes waiting clients when a lock is released, instead of leaving them to
 // poll.
 //
-// An adapter can check itself against real redis-server processes with the
-// conformance cases of this repository's adapters (internal/conformance).
+// Package [github.com/quorumlock/redlock/driver/nodeurl] lists the URL forms
+// an adapter's Dial should accept, and package
+// [github.com/quorumlock/redlock/driver/drivertest] checks an adapter
+// against real redis-server processes with the tests that this
+// repository's adapters pass.
 package driver
 
 import (

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/leaktest"
+	"github.com/quorumlock/redlock/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	// go-redis logs every failed dial; the scenarios cause thousands.
 	redis.SetLogger(quiet{})
-	leaktest.Main(m, leaktest.Cleanup(printSummary), leaktest.Cleanup(CleanupClockShim))
+	redistest.Main(m, redistest.Cleanup(printSummary), redistest.Cleanup(CleanupClockShim))
 }
 
 // quiet is a go-redis logger that logs nothing.

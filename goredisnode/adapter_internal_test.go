@@ -4,13 +4,13 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/quorumlock/redlock/internal/adaptertest"
+	"github.com/quorumlock/redlock/driver/drivertest"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// adapter describes this package to the shared adapter table.
-var adapter = adaptertest.Adapter[*Node]{
+// adapter describes this package to the tests of package drivertest.
+var adapter = drivertest.Adapter[*Node]{
 	Pkg:     "goredisnode",
 	Dial:    Dial,
 	EvalLua: (*Node).eval,
@@ -19,14 +19,14 @@ var adapter = adaptertest.Adapter[*Node]{
 		return errors.As(err, &rerr)
 	},
 	// redis.ParseURL rejects query parameters it does not know.
-	BadURLs:      []string{"redis://u:" + adaptertest.ACLPassword + "@h:6379/0?bogus=1"},
+	BadURLs:      []string{"redis://u:" + drivertest.ACLPassword + "@h:6379/0?bogus=1"},
 	CheckDialled: checkDialled,
 }
 
 // checkDialled checks the options Dial gave its client: no retries of
 // commands, one try per connection, context deadlines honoured, and TLS
 // as the URL asks.
-func checkDialled(t *testing.T, d adaptertest.Dialled[*Node]) {
+func checkDialled(t *testing.T, d drivertest.Dialled[*Node]) {
 	t.Helper()
 	o := d.Node.owned.Options()
 	if o.MaxRetries > 0 || !o.ContextTimeoutEnabled || o.DialerRetries != 1 {
@@ -42,7 +42,7 @@ func checkDialled(t *testing.T, d adaptertest.Dialled[*Node]) {
 
 func TestAdapter(t *testing.T) {
 	t.Parallel()
-	adaptertest.Run(t, adapter)
+	drivertest.TestAdapter(t, adapter)
 }
 
-func BenchmarkEval(b *testing.B) { adaptertest.BenchmarkEval(b, adapter) }
+func BenchmarkEval(b *testing.B) { drivertest.BenchmarkEval(b, adapter) }

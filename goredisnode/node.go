@@ -115,6 +115,16 @@ func Dial(rawURL string) (*Node, error) {
 // (for Dial, "ADDR/DB"). It never contains credentials.
 func (n *Node) Name() string { return n.name }
 
+// Client returns the client that n runs scripts through: the one given to
+// New, or for a Node from Dial the *redis.Client that Dial made, which n
+// owns and Close closes. It is for commands that the lock client does not
+// send, such as INFO or CONFIG GET: asserted to a [redis.Cmdable], it sends
+// them over n's connections and with n's settings (for a Node from Dial:
+// no retries, context deadlines honoured). Such commands must leave the
+// lock keys, the "redlock:" keys and the channels the lock client uses
+// alone.
+func (n *Node) Client() redis.Scripter { return n.c }
+
 // Eval runs script on the node with EVALSHA and, if the server does not
 // have the script cached, with EVAL. It implements [driver.Node].
 //

@@ -2,34 +2,52 @@ package goredisnode_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/driver/drivertest"
 	"github.com/quorumlock/redlock/goredisnode"
-	"github.com/quorumlock/redlock/internal/adaptertest"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
-// The tests that every adapter shares are in internal/adaptertest, run by
-// TestAdapter (adapter_internal_test.go); this file has TestMain and the
-// tests of New, which wraps go-redis's own clients, retrying ones included.
+// The tests that every adapter shares are in package drivertest, run by
+// TestAdapter (adapter_internal_test.go) and TestConformance
+// (conformance_test.go); this file has TestMain and the tests of New, which
+// wraps go-redis's own clients, retrying ones included.
 
 // exampleURLs are the URLs of the servers that TestMain starts for the
 // examples.
 var exampleURLs []string
 
-// TestMain starts the servers of the examples; after the tests it fails
-// them if they left goroutines running (internal/leaktest).
-func TestMain(m *testing.M) { adaptertest.Main(m, 3, &exampleURLs) }
-
-// dial dials url and closes the node when t ends.
-var dial = adaptertest.Dialer(goredisnode.Dial)
+// TestMain starts the servers of the examples, runs the tests, closes the
+// servers and fails the tests if they left goroutines running.
+func TestMain(m *testing.M) {
+	var servers []*redistest.Server
+	closeAll := func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	}
+	for range 3 {
+		s, err := redistest.New(redistest.Config{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			closeAll()
+			os.Exit(1)
+		}
+		servers = append(servers, s)
+	}
+	exampleURLs = redistest.URLs(servers)
+	redistest.Main(m, redistest.Cleanup(closeAll))
+}
 
 func TestNew(t *testing.T) {
 	t.Parallel()
-	const secret = adaptertest.ACLPassword
+	const secret = drivertest.ACLPassword
 	srv := redistest.Start(t, redistest.Config{Unix: true})
 	c := redis.NewClient(&redis.Options{
 		Network: "unix", Addr: srv.Addr(), DB: 2,
@@ -39,8 +57,8 @@ func TestNew(t *testing.T) {
 	defer c.Close()
 
 	n := goredisnode.New(c, "")
-	adaptertest.CheckName(t, n.Name(), srv.Addr()+"/2")
-	adaptertest.ExerciseScripts(t, n, "lock:new")
+	drivertest.CheckName(t, n.Name(), srv.Addr()+"/2")
+	drivertest.ExerciseScripts(t, n, "lock:new")
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +79,10 @@ func TestNew(t *testing.T) {
 	}
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"10.0.0.2:7000", "10.0.0.1:7000"}, Password: secret})
 	defer cc.Close()
-	adaptertest.CheckName(t, goredisnode.New(cc, "").Name(), "10.0.0.1:7000,10.0.0.2:7000")
+	drivertest.CheckName(t, goredisnode.New(cc, "").Name(), "10.0.0.1:7000,10.0.0.2:7000")
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"b": "10.0.0.2:6379", "a": "10.0.0.1:6379"}, Password: secret})
 	defer ring.Close()
-	adaptertest.CheckName(t, goredisnode.New(ring, "").Name(), "10.0.0.1:6379,10.0.0.2:6379")
+	drivertest.CheckName(t, goredisnode.New(ring, "").Name(), "10.0.0.1:6379,10.0.0.2:6379")
 
 	other := &otherScripter{Scripter: c, secret: secret}
 	name := goredisnode.New(other, "").Name()
@@ -87,7 +105,7 @@ type otherScripter struct {
 // (The shared table checks that a dialled Node does not retry at all.)
 func TestAcquireRetried(t *testing.T) {
 	t.Parallel()
-	acquire := adaptertest.Script(t, "acquire")
+	acquire := drivertest.Script(t, "acquire")
 	for _, tt := range []struct {
 		name   string
 		loaded bool // whether the script is in the server's cache
@@ -103,7 +121,7 @@ func TestAcquireRetried(t *testing.T) {
 			}
 			proxy := redistest.StartProxy(t, srv)
 			proxy.DropReplies(1, func(args []string) bool {
-				return strings.EqualFold(args[0], tt.name) && adaptertest.Runs(args, acquire)
+				return strings.EqualFold(args[0], tt.name) && drivertest.Runs(args, acquire)
 			})
 			c := redis.NewClient(&redis.Options{
 				Addr:                  proxy.Addr(),
@@ -115,8 +133,8 @@ func TestAcquireRetried(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			got, err := adaptertest.Acquire(ctx, n, "lock:retry", "tok", 60000)
-			if status, _ := adaptertest.Status(got); err != nil || status != 1 {
+			got, err := drivertest.Acquire(ctx, n, "lock:retry", "tok", 60000)
+			if status, _ := drivertest.Status(got); err != nil || status != 1 {
 				t.Fatalf("acquire = %#v, %v; want a grant", got, err)
 			}
 			if d := proxy.Dropped(); d != 1 {

@@ -1,7 +1,7 @@
 package goredisnode
 
 import (
-	"github.com/quorumlock/redlock/internal/nodeurl"
+	"github.com/quorumlock/redlock/driver/nodeurl"
 	"github.com/redis/go-redis/v9"
 )
 

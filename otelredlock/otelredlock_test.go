@@ -13,9 +13,8 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/goredisnode"
-	"github.com/quorumlock/redlock/internal/leaktest"
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/otelredlock"
+	"github.com/quorumlock/redlock/redistest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -50,7 +49,7 @@ func TestMain(m *testing.M) {
 		servers = append(servers, s)
 		exampleURLs = append(exampleURLs, s.URL())
 	}
-	leaktest.Main(m, leaktest.Cleanup(stop))
+	redistest.Main(m, redistest.Cleanup(stop))
 }
 
 // static is the attribute that every test's Observer adds to everything.

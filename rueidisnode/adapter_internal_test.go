@@ -4,12 +4,12 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/quorumlock/redlock/internal/adaptertest"
+	"github.com/quorumlock/redlock/driver/drivertest"
 	"github.com/redis/rueidis"
 )
 
-// adapter describes this package to the shared adapter table.
-var adapter = adaptertest.Adapter[*Node]{
+// adapter describes this package to the tests of package drivertest.
+var adapter = drivertest.Adapter[*Node]{
 	Pkg:     "rueidisnode",
 	Dial:    Dial,
 	EvalLua: (*Node).eval,
@@ -19,15 +19,15 @@ var adapter = adaptertest.Adapter[*Node]{
 	},
 	// A node is one server: no other addresses, and no Sentinel.
 	BadURLs: []string{
-		"redis://u:" + adaptertest.ACLPassword + "@h:6379/0?addr=h2:6379",
-		"redis://u:" + adaptertest.ACLPassword + "@h:6379/0?master_set=m",
+		"redis://u:" + drivertest.ACLPassword + "@h:6379/0?addr=h2:6379",
+		"redis://u:" + drivertest.ACLPassword + "@h:6379/0?master_set=m",
 	},
 	CheckDialled: checkDialled,
 }
 
 // checkDialled checks that the options Dial parsed from the URL ask for
 // TLS as the URL does. (A rueidis client does not show its options.)
-func checkDialled(t *testing.T, d adaptertest.Dialled[*Node]) {
+func checkDialled(t *testing.T, d drivertest.Dialled[*Node]) {
 	t.Helper()
 	opt, err := parseURL(d.URL)
 	if err != nil {
@@ -39,7 +39,7 @@ func checkDialled(t *testing.T, d adaptertest.Dialled[*Node]) {
 
 func TestAdapter(t *testing.T) {
 	t.Parallel()
-	adaptertest.Run(t, adapter)
+	drivertest.TestAdapter(t, adapter)
 }
 
-func BenchmarkEval(b *testing.B) { adaptertest.BenchmarkEval(b, adapter) }
+func BenchmarkEval(b *testing.B) { drivertest.BenchmarkEval(b, adapter) }

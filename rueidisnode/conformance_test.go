@@ -3,14 +3,12 @@ package rueidisnode_test
 import (
 	"testing"
 
-	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/conformance"
+	"github.com/quorumlock/redlock/driver/drivertest"
+	"github.com/quorumlock/redlock/rueidisnode"
 )
 
-// node adapts dial (node_test.go) to conformance.Dialer.
-func node(t testing.TB, url string) redlock.Node { return dial(t, url) }
-
-func TestConformance(t *testing.T) { conformance.Run(t, node) }
+// TestConformance checks the lock algorithm through this adapter.
+func TestConformance(t *testing.T) { drivertest.TestClient(t, rueidisnode.Dial) }
 
 // BenchmarkLockRelease measures TryLock then Release on 1, 3 and 5 nodes.
-func BenchmarkLockRelease(b *testing.B) { conformance.Benchmark(b, node) }
+func BenchmarkLockRelease(b *testing.B) { drivertest.BenchmarkClient(b, rueidisnode.Dial) }

@@ -5,24 +5,24 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/quorumlock/redlock/internal/adaptertest"
+	"github.com/quorumlock/redlock/driver/drivertest"
 	"github.com/redis/rueidis"
 )
 
 // FuzzURL fuzzes the URL parsing of Dial with the shared fuzz target.
 func FuzzURL(f *testing.F) {
-	adaptertest.FuzzURL(f, adapter, adaptertest.URLParser{
-		Parse: func(raw string) (string, bool, error) {
+	drivertest.FuzzURL(f, adapter, drivertest.URLParser{
+		Parse: func(raw string) (name, network, addr string, err error) {
 			opt, err := parseURL(raw)
 			if err != nil {
-				return "", false, err
+				return "", "", "", err
 			}
-			network := "tcp"
+			network = "tcp"
 			if u, err := url.Parse(raw); err == nil && u.Scheme == "unix" {
 				network = "unix"
 			}
-			addr := opt.InitAddress[0]
-			return addr + "/" + strconv.Itoa(opt.SelectDB), adaptertest.Local(network, addr), nil
+			addr = opt.InitAddress[0]
+			return addr + "/" + strconv.Itoa(opt.SelectDB), network, addr, nil
 		},
 		LibraryParse: func(raw string) error {
 			_, err := rueidis.ParseURL(raw)

@@ -3,30 +3,48 @@ package rueidisnode_test
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
+	"os"
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/adaptertest"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/driver/drivertest"
+	"github.com/quorumlock/redlock/redistest"
 	"github.com/quorumlock/redlock/rueidisnode"
 	"github.com/redis/rueidis"
 )
 
-// The tests that every adapter shares are in internal/adaptertest, run by
-// TestAdapter (adapter_internal_test.go); this file has TestMain and the
-// tests of New, which wraps a rueidis client.
+// The tests that every adapter shares are in package drivertest, run by
+// TestAdapter (adapter_internal_test.go) and TestConformance
+// (conformance_test.go); this file has TestMain and the tests of New, which
+// wraps a rueidis client.
 
 // exampleURLs are the URLs of the servers that TestMain starts for the
 // examples.
 var exampleURLs []string
 
-// TestMain starts the servers of the examples; after the tests it fails
-// them if they left goroutines running (internal/leaktest).
-func TestMain(m *testing.M) { adaptertest.Main(m, 3, &exampleURLs) }
-
-// dial dials url and closes the node when t ends.
-var dial = adaptertest.Dialer(rueidisnode.Dial)
+// TestMain starts the servers of the examples, runs the tests, closes the
+// servers and fails the tests if they left goroutines running.
+func TestMain(m *testing.M) {
+	var servers []*redistest.Server
+	closeAll := func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	}
+	for range 3 {
+		s, err := redistest.New(redistest.Config{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			closeAll()
+			os.Exit(1)
+		}
+		servers = append(servers, s)
+	}
+	exampleURLs = redistest.URLs(servers)
+	redistest.Main(m, redistest.Cleanup(closeAll))
+}
 
 // newClient returns a rueidis client of the test's own for database db of
 // srv.
@@ -59,8 +77,8 @@ func TestNew(t *testing.T) {
 
 	// rueidis does not report the database, so the name has no "/DB".
 	n := rueidisnode.New(c, "")
-	adaptertest.CheckName(t, n.Name(), srv.Addr())
-	adaptertest.ExerciseScripts(t, n, "lock:new")
+	drivertest.CheckName(t, n.Name(), srv.Addr())
+	drivertest.ExerciseScripts(t, n, "lock:new")
 	if v, err := srv.DoIn(2, "GET", "lock:new"); v != "tok2" || err != nil {
 		t.Errorf("GET lock:new in database 2 = %#v, %v; want tok2", v, err)
 	}

@@ -3,7 +3,7 @@ package rueidisnode
 import (
 	"errors"
 
-	"github.com/quorumlock/redlock/internal/nodeurl"
+	"github.com/quorumlock/redlock/driver/nodeurl"
 	"github.com/redis/rueidis"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redistest"
 )
 
 // The demo works with nothing but this program: embedded nodes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,8 +28,9 @@ or a master with replicas, is a warning); persistence (appendonly and
 appendfsync, RDB snapshots), which decides whether a restarted node may
 vote at once; the maxmemory-policy (an allkeys-* policy can evict lock keys
 and is an error; volatile-* can evict them too, as every lock key has an
-expiry); its clock offset against this machine (from TIME); its uptime; and
-whether it is in restart quarantine. Nodes that are the same server under
+expiry); its clock offset against this machine and its uptime (both from
+the lock client's probe of the node); and whether it is in restart
+quarantine. Nodes that are the same server under
 two URLs are an error: that server would vote twice.
 
 A node is healthy when it is reachable, can vote and has no errors.
@@ -121,16 +123,8 @@ func runDoctor(ctx context.Context, w io.Writer, nf *nodeFlags, df *reportFlags)
 		return err
 	}
 	defer ns.close()
-	urls := ns.urls
-	clients := make([]*redis.Client, len(urls))
-	for i, u := range urls {
-		if clients[i], err = adminClient(u, df.timeout); err != nil {
-			return err
-		}
-		defer clients[i].Close()
-	}
 
-	rep := &doctorReport{Quorum: c.Quorum(), Nodes: make([]nodeReport, len(urls))}
+	rep := &doctorReport{Quorum: c.Quorum(), Nodes: make([]nodeReport, len(ns.nodes))}
 	var states []redlock.NodeState
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -138,15 +132,22 @@ func runDoctor(ctx context.Context, w io.Writer, nf *nodeFlags, df *reportFlags)
 		defer wg.Done()
 		states = c.Probe(ctx)
 	}()
-	for i := range urls {
-		rep.Nodes[i].Node, rep.Nodes[i].URL = ns.names[i], shownURL(urls[i])
+	for i := range ns.nodes {
+		n := &rep.Nodes[i]
+		n.Node, n.URL = ns.names[i], shownURL(ns.urls[i])
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			examine(ctx, clients[i], df.timeout, &rep.Nodes[i])
+			examine(ctx, ns.cmds[i], df.timeout, n)
 		}()
 	}
 	wg.Wait()
+	for i := range rep.Nodes {
+		if n := &rep.Nodes[i]; n.Reachable {
+			checkClock(n, states[i])
+			checkUptime(n, states[i])
+		}
+	}
 	judge(rep, states, time.Now())
 
 	if err := df.write(w, rep, func() { printDoctor(w, rep) }); err != nil {
@@ -161,18 +162,33 @@ func runDoctor(ctx context.Context, w io.Writer, nf *nodeFlags, df *reportFlags)
 	return silentExit(exitNoQuorum)
 }
 
-// examine runs the checks that need the node's own answers.
-func examine(ctx context.Context, rc *redis.Client, timeout time.Duration, n *nodeReport) {
+// examine runs the checks that need the node's own answers to commands
+// other than the lock scripts: each command within timeout, all within
+// three times that. It stops after the reachability check if the node does
+// not answer.
+func examine(ctx context.Context, rc redis.Cmdable, timeout time.Duration, n *nodeReport) {
 	ctx, cancel := context.WithTimeout(ctx, 3*timeout)
 	defer cancel()
+	if !checkReachable(ctx, rc, timeout, n) {
+		return
+	}
+	info := readInfo(ctx, rc, timeout, n)
+	n.RunID = info["run_id"]
+	checkVersion(n, info)
+	checkRole(n, info)
+	checkPersistence(ctx, rc, timeout, n, info)
+	checkEviction(n, info)
+}
 
-	// Reachability and round trip: the best of three PINGs.
+// checkReachable measures the round trip to the node, the best of three
+// PINGs, and reports whether the node answered them.
+func checkReachable(ctx context.Context, rc redis.Cmdable, timeout time.Duration, n *nodeReport) bool {
 	var best time.Duration
-	for i := 0; i < 3; i++ {
+	for i := range 3 {
 		t0 := time.Now()
-		if err := rc.Ping(ctx).Err(); err != nil {
+		if err := within(ctx, timeout, func(ctx context.Context) error { return rc.Ping(ctx).Err() }); err != nil {
 			n.add(levelError, "reachable", "unreachable: %v", err)
-			return
+			return false
 		}
 		if d := time.Since(t0); i == 0 || d < best {
 			best = d
@@ -184,21 +200,31 @@ func examine(ctx context.Context, rc *redis.Client, timeout time.Duration, n *no
 	} else {
 		n.add(levelOK, "reachable", "round trip %v", best.Round(time.Microsecond))
 	}
+	return true
+}
 
+// readInfo returns the fields of the INFO sections that doctor reads. A
+// section that the node does not return is a warning.
+func readInfo(ctx context.Context, rc redis.Cmdable, timeout time.Duration, n *nodeReport) map[string]string {
 	info := map[string]string{}
 	for _, section := range []string{"server", "replication", "memory", "persistence"} {
-		s, err := rc.Info(ctx, section).Result()
+		var s string
+		err := within(ctx, timeout, func(ctx context.Context) (err error) {
+			s, err = rc.Info(ctx, section).Result()
+			return err
+		})
 		if err != nil {
 			n.add(levelWarn, "info", "INFO %s failed: %v", section, err)
 			continue
 		}
-		for k, v := range parseInfo(s) {
-			info[k] = v
-		}
+		maps.Copy(info, parseInfo(s))
 	}
-	n.RunID = info["run_id"]
+	return info
+}
 
-	// Version.
+// checkVersion reports the Redis version: redlock is tested with 7 and
+// later.
+func checkVersion(n *nodeReport, info map[string]string) {
 	n.Version = info["redis_version"]
 	switch major, _, _ := strings.Cut(n.Version, "."); {
 	case n.Version == "":
@@ -208,8 +234,11 @@ func examine(ctx context.Context, rc *redis.Client, timeout time.Duration, n *no
 	default:
 		n.add(levelOK, "version", "Redis %s", n.Version)
 	}
+}
 
-	// Role.
+// checkRole reports whether the node is an independent master, as Redlock
+// wants: not a replica, and without replicas.
+func checkRole(n *nodeReport, info map[string]string) {
 	n.Role = info["role"]
 	n.Replicas = int(atoi(info["connected_slaves"]))
 	switch {
@@ -223,13 +252,16 @@ func examine(ctx context.Context, rc *redis.Client, timeout time.Duration, n *no
 	default:
 		n.add(levelWarn, "role", "unknown role %q", n.Role)
 	}
+}
 
-	// Persistence.
+// checkPersistence reports what a restart of the node keeps of its lock
+// keys, which decides whether the node may ever skip restart quarantine.
+func checkPersistence(ctx context.Context, rc redis.Cmdable, timeout time.Duration, n *nodeReport, info map[string]string) {
 	n.AppendOnly = "no"
 	if info["aof_enabled"] == "1" {
 		n.AppendOnly = "yes"
 	}
-	cfg, cfgErr := configGet(ctx, rc, "appendfsync", "save")
+	cfg, cfgErr := configGet(ctx, rc, timeout, "appendfsync", "save")
 	if cfgErr == nil {
 		n.AppendFsync = cfg["appendfsync"]
 		if save, ok := cfg["save"]; ok {
@@ -250,8 +282,12 @@ func examine(ctx context.Context, rc *redis.Client, timeout time.Duration, n *no
 	default:
 		n.add(levelOK, "persistence", "none: a restarted node comes back empty and sits out its restart quarantine (keep quarantine on)")
 	}
+}
 
-	// Eviction.
+// checkEviction reports whether the node's maxmemory-policy can evict lock
+// keys: allkeys-* can evict any key, volatile-* any key with an expiry,
+// which every lock key has.
+func checkEviction(n *nodeReport, info map[string]string) {
 	n.MaxmemoryPolicy = info["maxmemory_policy"]
 	n.Maxmemory = atoi(info["maxmemory"])
 	limit := "maxmemory " + info["maxmemory_human"]
@@ -268,62 +304,96 @@ func examine(ctx context.Context, rc *redis.Client, timeout time.Duration, n *no
 	default:
 		n.add(levelOK, "eviction", "maxmemory-policy %s: lock keys are never evicted", p)
 	}
+}
 
-	// Clock.
-	t0 := time.Now()
-	if nt, err := rc.Time(ctx).Result(); err != nil {
-		n.add(levelWarn, "clock", "TIME failed: %v", err)
-	} else {
-		rtt := time.Since(t0)
-		off := nt.Sub(t0.Add(rtt / 2))
-		n.ClockOffsetMilli = float64(off.Microseconds()) / 1000
-		abs := max(off, -off)
-		switch {
-		case abs >= 500*time.Millisecond:
-			n.add(levelWarn, "clock", "clock offset %+.1fms against this machine: fencing tokens assume node clocks agree to well within the TTL; check NTP", n.ClockOffsetMilli)
-		default:
-			n.add(levelOK, "clock", "clock offset %+.1fms against this machine (±%v)", n.ClockOffsetMilli, (rtt / 2).Round(time.Microsecond))
-		}
+// probed reports whether the lock client's probe of a node was answered,
+// so that s holds the node's age and clock offset.
+func probed(s redlock.NodeState) bool {
+	return s.Health == redlock.NodeHealthy || s.Health == redlock.NodeQuarantined
+}
+
+// checkClock reports the node's clock offset against this machine, as
+// the lock client's probe measured it: fences assume that node clocks
+// agree to well within the TTL.
+func checkClock(n *nodeReport, s redlock.NodeState) {
+	if !probed(s) {
+		n.add(levelWarn, "clock", "clock offset unknown: the node did not answer the lock client's probe")
+		return
 	}
+	n.ClockOffsetMilli = float64(s.ClockOffset.Microseconds()) / 1000
+	if max(s.ClockOffset, -s.ClockOffset) >= 500*time.Millisecond {
+		n.add(levelWarn, "clock", "clock offset %+.0fms against this machine: fencing tokens assume node clocks agree to well within the TTL; check NTP", n.ClockOffsetMilli)
+		return
+	}
+	n.add(levelOK, "clock", "clock offset %+.0fms against this machine (to the millisecond)", n.ClockOffsetMilli)
+}
 
-	// Uptime.
-	n.UptimeSeconds = atoi(info["uptime_in_seconds"])
+// checkUptime reports how long the node's redis-server process has run, as
+// the lock client's probe measured it.
+func checkUptime(n *nodeReport, s redlock.NodeState) {
+	if !probed(s) {
+		n.add(levelInfo, "uptime", "uptime unknown: the node did not answer the lock client's probe")
+		return
+	}
+	n.UptimeSeconds = int64(s.Age / time.Second)
 	n.add(levelInfo, "uptime", "up %v", (time.Duration(n.UptimeSeconds) * time.Second).String())
 }
 
 // judge adds the checks that need every node and the lock client's view,
 // and gives the verdict.
 func judge(rep *doctorReport, states []redlock.NodeState, now time.Time) {
-	seen := map[string]int{}
+	checkIndependence(rep)
 	for i := range rep.Nodes {
 		n := &rep.Nodes[i]
-		if n.RunID != "" {
-			if j, dup := seen[n.RunID]; dup {
-				n.add(levelError, "independence", "the same Redis server as %s (run_id %s): it would vote twice", rep.Nodes[j].Node, n.RunID)
-			} else {
-				seen[n.RunID] = i
-			}
-		}
-		s := states[i]
-		n.State = s.Health.String()
-		switch s.Health {
-		case redlock.NodeHealthy:
-			n.add(levelOK, "quarantine", "votes: out of restart quarantine")
-		case redlock.NodeQuarantined:
-			until := s.Until
-			n.QuarantinedUntil = &until
-			n.add(levelWarn, "quarantine", "quarantined until %s (%v more): its server started %v ago, and it does not vote until it has run longer than the longest lock it may have lost (largest TTL used on it: %v)",
-				until.Format("15:04:05"), roundDur(until.Sub(now)), roundDur(s.Age), s.MaxTTL)
-		default:
-			if n.Reachable {
-				n.add(levelError, "scripts", "cannot run the lock scripts: %s", describeErr(s.Err))
-			}
-		}
-		n.Healthy = n.Reachable && s.Health == redlock.NodeHealthy && !n.has(levelError)
+		checkVoting(n, states[i], now)
+		n.Healthy = n.Reachable && states[i].Health == redlock.NodeHealthy && !n.has(levelError)
 		if n.Healthy {
 			rep.Healthy++
 		}
 	}
+	verdict(rep)
+}
+
+// checkIndependence reports nodes that are the same Redis server (the same
+// run_id) under two URLs: that server would vote twice.
+func checkIndependence(rep *doctorReport) {
+	seen := map[string]int{}
+	for i := range rep.Nodes {
+		n := &rep.Nodes[i]
+		if n.RunID == "" {
+			continue
+		}
+		if j, dup := seen[n.RunID]; dup {
+			n.add(levelError, "independence", "the same Redis server as %s (run_id %s): it would vote twice", rep.Nodes[j].Node, n.RunID)
+		} else {
+			seen[n.RunID] = i
+		}
+	}
+}
+
+// checkVoting reports whether the lock client lets the node vote: whether
+// it is out of restart quarantine, and whether it runs the lock scripts.
+func checkVoting(n *nodeReport, s redlock.NodeState, now time.Time) {
+	n.State = s.Health.String()
+	switch s.Health {
+	case redlock.NodeHealthy:
+		n.add(levelOK, "quarantine", "votes: out of restart quarantine")
+	case redlock.NodeQuarantined:
+		until := s.Until
+		n.QuarantinedUntil = &until
+		n.add(levelWarn, "quarantine", "quarantined until %s (%v more): its server started %v ago, and it does not vote until it has run longer than the longest lock it may have lost (largest TTL used on it: %v)",
+			until.Format("15:04:05"), roundDur(until.Sub(now)), roundDur(s.Age), s.MaxTTL)
+	default:
+		if n.Reachable {
+			n.add(levelError, "scripts", "cannot run the lock scripts: %s", describeErr(s.Err))
+		}
+	}
+}
+
+// verdict sums the nodes up: failing without a quorum of healthy nodes,
+// degraded when any node is unhealthy or has a warning, and healthy
+// otherwise.
+func verdict(rep *doctorReport) {
 	attention := false
 	for _, n := range rep.Nodes {
 		attention = attention || !n.Healthy || n.has(levelWarn)
@@ -370,19 +440,29 @@ func parseInfo(s string) map[string]string {
 	return m
 }
 
-// configGet returns the values of CONFIG GET for the given parameters.
-func configGet(ctx context.Context, rc *redis.Client, params ...string) (map[string]string, error) {
+// configGet returns the values of CONFIG GET for the given parameters,
+// each within timeout.
+func configGet(ctx context.Context, rc redis.Cmdable, timeout time.Duration, params ...string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, p := range params {
-		m, err := rc.ConfigGet(ctx, p).Result()
+		var m map[string]string
+		err := within(ctx, timeout, func(ctx context.Context) (err error) {
+			m, err = rc.ConfigGet(ctx, p).Result()
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		for k, v := range m {
-			out[k] = v
-		}
+		maps.Copy(out, m)
 	}
 	return out, nil
+}
+
+// within calls f with a context that ends after timeout.
+func within(ctx context.Context, timeout time.Duration, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return f(ctx)
 }
 
 func atoi(s string) int64 {

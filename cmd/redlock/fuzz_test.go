@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // FuzzCommandLine parses "redlock --nodes=N --quarantine=Q run --ttl=T
@@ -115,20 +117,21 @@ func FuzzCommandLine(f *testing.F) {
 		}
 		local := true
 		for _, u := range urls {
-			opt, err := parseNodeURL(u)
+			opt, err := redis.ParseURL(u)
 			if err != nil {
+				// dialNode fails before it makes a client.
+				_, err := dialNode(u)
 				if exitCode(err) != exitUsage {
-					t.Fatalf("parseNodeURL(%q) = %v, not a usage error", u, err)
+					t.Fatalf("dialNode(%q) = %v, not a usage error", u, err)
 				}
-				leaks("the error of parseNodeURL", err.Error())
+				leaks("the error of dialNode", err.Error())
 				return
 			}
 			local = local && isLocal(opt.Network, opt.Addr)
 		}
 		if !local {
-			// goredisnode.Dial looks the host name up (go-redis's
-			// maintenance notifications classify the endpoint): the
-			// fuzzer must not send names to DNS.
+			// Only local addresses go further, so that nothing the
+			// fuzzer makes can send a name to DNS.
 			return
 		}
 		// Nothing below talks to a node: Dial does not connect.

@@ -2,7 +2,7 @@ package main
 
 // The tests in this package build the redlock binary once and drive it as a
 // user would, against real redis-server processes started by
-// internal/redistest. They assert on outcomes, never on how long things
+// package redistest. They assert on outcomes, never on how long things
 // took: where a test must wait for something, it waits for the condition
 // itself, with generous bounds.
 
@@ -21,8 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/leaktest"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redistest"
 )
 
 // bin is the redlock binary that TestMain builds.
@@ -36,7 +35,7 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
 		// A worker process of go test -fuzz runs only the fuzz target,
 		// which does not run the binary.
-		leaktest.Main(m)
+		redistest.Main(m)
 	}
 	dir, err := os.MkdirTemp("", "redlock-cli-test-")
 	if err != nil {
@@ -55,7 +54,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	leaktest.Main(m, leaktest.Cleanup(func() { os.RemoveAll(dir) }))
+	redistest.Main(m, redistest.Cleanup(func() { os.RemoveAll(dir) }))
 }
 
 // A result is what one run of the binary did.

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/driver/nodeurl"
 	"github.com/quorumlock/redlock/goredisnode"
-	"github.com/quorumlock/redlock/internal/nodeurl"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
@@ -133,34 +133,56 @@ func (f *reportFlags) write(w io.Writer, rep any, print func()) error {
 }
 
 // A nodeSet is the nodes of one invocation: a lock node for each URL, and
-// the URLs themselves for the commands that need their own connections.
+// its go-redis client for the commands that status and doctor send beside
+// the lock scripts.
 type nodeSet struct {
 	urls  []string // as given; they may hold passwords: never print them
 	names []string // the lock nodes' names, "ADDR/DB": safe to print
 	nodes []*goredisnode.Node
+	cmds  []redis.Cmdable   // nodes[i].Client(): no retries, context deadlines honoured
 	locks []*redlock.Client // made by client; closed before the nodes
 }
 
-// openNodes parses the URLs and makes a lock node for each. Nothing is
-// connected yet. A URL that does not parse is a usage error whose text
-// contains no user information.
+// openNodes makes a lock node for each URL. Nothing is connected yet. A
+// URL that does not parse is a usage error whose text contains no user
+// information.
 func openNodes(urls []string) (*nodeSet, error) {
 	s := &nodeSet{}
 	for _, u := range urls {
-		if _, err := parseNodeURL(u); err != nil {
+		n, err := dialNode(u)
+		if err != nil {
 			s.close()
 			return nil, err
 		}
-		n, err := goredisnode.Dial(u)
-		if err != nil {
+		cmds, ok := n.Client().(redis.Cmdable)
+		if !ok {
+			n.Close()
 			s.close()
-			return nil, usagef("%v", err)
+			return nil, exitf(exitSoftware, "the client of node %s cannot send plain commands", n.Name())
 		}
 		s.urls = append(s.urls, u)
 		s.names = append(s.names, n.Name())
 		s.nodes = append(s.nodes, n)
+		s.cmds = append(s.cmds, cmds)
 	}
 	return s, nil
+}
+
+// dialNode returns a lock node for the URL raw, made by goredisnode.Dial,
+// and remembers the URL's password so that it is never printed. A URL
+// that does not parse is a usage error whose text contains no user
+// information.
+func dialNode(raw string) (*goredisnode.Node, error) {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			addSecret(p)
+		}
+	}
+	n, err := goredisnode.Dial(raw)
+	if err != nil {
+		return nil, usagef("%v", strings.TrimPrefix(err.Error(), "goredisnode: "))
+	}
+	return n, nil
 }
 
 // lockNodes returns the nodes as redlock.Nodes.
@@ -220,45 +242,6 @@ func registerSecrets(s string) {
 			}
 		}
 	}
-}
-
-// parseNodeURL parses a node URL as the go-redis adapter does, remembers its
-// password so that it is never printed, and returns the client options.
-func parseNodeURL(raw string) (*redis.Options, error) {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok {
-			addSecret(p)
-		}
-	}
-	opt, err := redis.ParseURL(raw)
-	if err != nil {
-		err = nodeurl.Error("redlock", raw, err, func(s string) error {
-			_, err := redis.ParseURL(s)
-			return err
-		})
-		return nil, usagef("%v", strings.TrimPrefix(err.Error(), "redlock: "))
-	}
-	addSecret(opt.Password)
-	return opt, nil
-}
-
-// adminClient returns a go-redis client of its own for a node, for the
-// plain commands that status and doctor send. It never retries, and every
-// command gives up after timeout.
-func adminClient(raw string, timeout time.Duration) (*redis.Client, error) {
-	opt, err := parseNodeURL(raw)
-	if err != nil {
-		return nil, err
-	}
-	opt.MaxRetries = -1
-	opt.DialerRetries = 1
-	opt.DialTimeout = timeout
-	opt.ReadTimeout = timeout
-	opt.WriteTimeout = timeout
-	opt.ContextTimeoutEnabled = true
-	opt.PoolSize = 2
-	opt.DisableIdentity = true
-	return redis.NewClient(opt), nil
 }
 
 // shownURL returns a URL fit to print: without user information.

@@ -105,10 +105,7 @@ func runStatus(ctx context.Context, w io.Writer, nf *nodeFlags, sf *reportFlags,
 		return err
 	}
 	defer ns.close()
-	rep, err := readStatus(ctx, c, ns, key, sf.timeout)
-	if err != nil {
-		return err
-	}
+	rep := readStatus(ctx, c, ns, key, sf.timeout)
 	if err := sf.write(w, rep, func() { printStatus(w, rep) }); err != nil {
 		return err
 	}
@@ -119,7 +116,7 @@ func runStatus(ctx context.Context, w io.Writer, nf *nodeFlags, sf *reportFlags,
 }
 
 // readStatus reads the lock's keys on every node, and probes the nodes.
-func readStatus(ctx context.Context, c *redlock.Client, ns *nodeSet, key string, timeout time.Duration) (*statusReport, error) {
+func readStatus(ctx context.Context, c *redlock.Client, ns *nodeSet, key string, timeout time.Duration) *statusReport {
 	rep := &statusReport{Key: key, Quorum: c.Quorum(), Nodes: make([]nodeStatus, len(ns.urls))}
 	var states []redlock.NodeState
 	var wg sync.WaitGroup
@@ -128,27 +125,14 @@ func readStatus(ctx context.Context, c *redlock.Client, ns *nodeSet, key string,
 		defer wg.Done()
 		states = c.Probe(ctx)
 	}()
-	var usage error
-	var mu sync.Mutex
-	for i, u := range ns.urls {
-		rc, err := adminClient(u, timeout)
-		if err != nil {
-			mu.Lock()
-			usage = err
-			mu.Unlock()
-			continue
-		}
+	for i, rc := range ns.cmds {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer rc.Close()
 			readNode(ctx, rc, key, timeout, &rep.Nodes[i])
 		}()
 	}
 	wg.Wait()
-	if usage != nil {
-		return nil, usage
-	}
 	for i, s := range states {
 		n := &rep.Nodes[i]
 		n.Node = ns.names[i]
@@ -162,12 +146,12 @@ func readStatus(ctx context.Context, c *redlock.Client, ns *nodeSet, key string,
 		}
 	}
 	summarize(rep)
-	return rep, nil
+	return rep
 }
 
 // readNode reads the lock key, its time to live and its fence counter on
 // one node.
-func readNode(ctx context.Context, rc *redis.Client, key string, timeout time.Duration, n *nodeStatus) {
+func readNode(ctx context.Context, rc redis.Cmdable, key string, timeout time.Duration, n *nodeStatus) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var get, fence *redis.StringCmd

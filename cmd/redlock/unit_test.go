@@ -84,9 +84,11 @@ func TestNodeURLs(t *testing.T) {
 }
 
 func TestScrub(t *testing.T) {
-	if _, err := parseNodeURL("redis://u:p%40ss%2Fw0rd@127.0.0.1:1"); err != nil {
+	n, err := dialNode("redis://u:p%40ss%2Fw0rd@127.0.0.1:1")
+	if err != nil {
 		t.Fatal(err)
 	}
+	n.Close()
 	for _, s := range []string{"p@ss/w0rd", "p%40ss%2Fw0rd"} {
 		if got := scrub("x " + s + " y"); strings.Contains(got, "w0rd") {
 			t.Errorf("scrub(%q) = %q", s, got)

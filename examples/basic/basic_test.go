@@ -12,7 +12,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/examples/internal/connect"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redistest"
 )
 
 // startNodes starts three fresh redis-server processes for t and returns

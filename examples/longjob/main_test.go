@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/quorumlock/redlock/internal/leaktest"
+	"github.com/quorumlock/redlock/redistest"
 )
 
-func TestMain(m *testing.M) { leaktest.Main(m) }
+func TestMain(m *testing.M) { redistest.Main(m) }

@@ -30,7 +30,7 @@ import (
 	"syscall"
 
 	"github.com/quorumlock/redlock/bench"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redistest"
 )
 
 func main() {

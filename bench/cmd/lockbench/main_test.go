@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/quorumlock/redlock/bench"
-	"github.com/quorumlock/redlock/internal/leaktest"
+	"github.com/quorumlock/redlock/redistest"
 )
 
 // TestMain fails the tests if they leave goroutines running.
-func TestMain(m *testing.M) { leaktest.Main(m) }
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // TestCommand runs the command end to end with a tiny configuration: it
 // starts its own servers, prints progress and the report, and writes the

@@ -1,4 +1,4 @@
-package adaptertest
+package drivertest
 
 import (
 	"fmt"
@@ -7,36 +7,37 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quorumlock/redlock/internal/nodeurl"
+	"github.com/quorumlock/redlock/driver/nodeurl"
 )
 
-// URLParser is what [FuzzURL] needs to know of how an adapter parses node
-// URLs, beyond its Adapter.
+// A URLParser is what [FuzzURL] needs to know of how an adapter parses
+// node URLs, beyond its Adapter.
 type URLParser struct {
 	// Parse parses raw as the adapter's Dial does, without making a
-	// client, and returns the name Dial gives the node and whether its
-	// address is a loopback IP address or a unix socket, so that dialling
-	// it can touch neither DNS nor another host.
-	Parse func(raw string) (name string, local bool, err error)
+	// client, and returns the name Dial gives the node and the network
+	// ("tcp" or "unix") and address that its client would dial.
+	Parse func(raw string) (name, network, addr string, err error)
 
 	// LibraryParse is the client library's own URL parser: the adapter
 	// may reject more URLs than it, never fewer.
 	LibraryParse func(raw string) error
 }
 
-// FuzzURL is the fuzz target of an adapter's URL parsing. It builds URLs
-// from a prefix (normally a scheme and "://"), a user name, a password and
-// the rest, and checks that:
+// FuzzURL fuzzes the URL parsing of the adapter that a describes; call it
+// from a fuzz test (func FuzzURL(f *testing.F)) in the adapter's package.
+// It builds URLs from a prefix (normally a scheme and "://"), a user name,
+// a password and the rest, and checks that:
 //
 //   - the adapter rejects every URL that the library rejects;
 //   - an error reads pkg: invalid URL "U": ..., where U is the URL
-//     as nodeurl.Redact shows it;
+//     as [nodeurl.Redact] shows it;
 //   - an error says nothing that depends on what Redact hides: the same
 //     URL with other credentials in their place fails with the same
 //     error, so no piece of a password can be in it;
 //   - the node's name does not depend on the credentials either;
 //   - Dial accepts what Parse accepts and names the node the same (tried
-//     only for local addresses, so that no name is looked up).
+//     only for unix sockets and loopback IP addresses, so that no name is
+//     looked up and no other host is reached).
 func FuzzURL[N Node](f *testing.F, a Adapter[N], p URLParser) {
 	for _, c := range [][4]string{
 		{"redis://", "", "", "127.0.0.1:6379/0"},
@@ -67,7 +68,7 @@ func FuzzURL[N Node](f *testing.F, a Adapter[N], p URLParser) {
 			return prefix + user + ":" + pass + "@" + rest
 		}
 		raw := build(user, pass)
-		name, local, err := p.Parse(raw)
+		name, network, addr, err := p.Parse(raw)
 		if lerr := p.LibraryParse(raw); lerr != nil && err == nil {
 			t.Fatalf("%s accepts %q, which its library rejects: %v", a.Pkg, raw, lerr)
 		}
@@ -80,7 +81,7 @@ func FuzzURL[N Node](f *testing.F, a Adapter[N], p URLParser) {
 		if user != "" || pass != "" {
 			// The same URL with other credentials.
 			other := build("u", "p")
-			name2, _, err2 := p.Parse(other)
+			name2, _, _, err2 := p.Parse(other)
 			s1, _ := nodeurl.Redact(raw)
 			s2, _ := nodeurl.Redact(other)
 			if err != nil && err2 != nil && s1 == s2 && err.Error() != err2.Error() {
@@ -90,7 +91,7 @@ func FuzzURL[N Node](f *testing.F, a Adapter[N], p URLParser) {
 				t.Fatalf("the name of %q depends on its credentials: %q; with u:p instead: %q", raw, name, name2)
 			}
 		}
-		if err != nil || !local {
+		if err != nil || !local(network, addr) {
 			return
 		}
 		n, err := a.Dial(raw)
@@ -119,10 +120,10 @@ func sameButUserinfo(a, b string) bool {
 	return *ua == *ub
 }
 
-// Local reports whether a node at addr on network (as for net.Dial) can
+// local reports whether a node at addr on network (as for net.Dial) can
 // be dialled without a DNS lookup and without reaching another host: a
 // unix socket, or a loopback IP address.
-func Local(network, addr string) bool {
+func local(network, addr string) bool {
 	if network == "unix" {
 		return true
 	}

@@ -1,4 +1,4 @@
-package leaktest
+package redistest
 
 import (
 	"bytes"
@@ -11,9 +11,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	var opts []Option
+	var opts []MainOption
 	if os.Getenv(childEnv) != "" {
-		opts = append(opts, Grace(200*time.Millisecond))
+		opts = append(opts, grace(200*time.Millisecond))
 	}
 	Main(m, opts...)
 }
@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 // childEnv makes TestChildLeaks leak, in a child process.
 const childEnv = "LEAKTEST_CHILD"
 
-const self = "github.com/quorumlock/redlock/internal/leaktest."
+const self = "github.com/quorumlock/redlock/redistest."
 
 // blocked runs until stop is closed.
 func blocked(stop <-chan struct{}) { <-stop }
@@ -45,7 +45,7 @@ goroutine 1 [running]:
 main.main()
 	/src/main.go:3 +0x1
 `
-	gs := parse([]byte(stack))
+	gs := parseStacks([]byte(stack))
 	if len(gs) != 2 {
 		t.Fatalf("parsed %d goroutines, want 2: %+v", len(gs), gs)
 	}
@@ -67,7 +67,7 @@ func TestCurrentExcludesCaller(t *testing.T) {
 	if self == 0 {
 		t.Fatal("no goroutine ID for the caller")
 	}
-	for _, g := range Current() {
+	for _, g := range goroutines() {
 		if g.ID == self {
 			t.Errorf("Current includes the caller, goroutine %d", self)
 		}
@@ -75,37 +75,37 @@ func TestCurrentExcludesCaller(t *testing.T) {
 }
 
 func TestLeakedFindsLeak(t *testing.T) {
-	before := Current()
+	before := goroutines()
 	stop := make(chan struct{})
 	go blocked(stop)
-	leaked := Leaked(before, 50*time.Millisecond)
-	if len(leaked) != 1 || !leaked[0].has(self+"blocked") || !strings.Contains(leaked[0].Stack, "leaktest.blocked") {
+	leaked := leakedSince(before, 50*time.Millisecond)
+	if len(leaked) != 1 || !leaked[0].has(self+"blocked") || !strings.Contains(leaked[0].Stack, "redistest.blocked") {
 		t.Errorf("Leaked found %+v, want the blocked goroutine", leaked)
 	}
-	if r := Report(leaked, time.Second); !strings.Contains(r, "FAIL: 1 goroutine") || !strings.Contains(r, leaked[0].Stack) {
+	if r := leakReport(leaked, time.Second); !strings.Contains(r, "FAIL: 1 goroutine") || !strings.Contains(r, leaked[0].Stack) {
 		t.Errorf("Report = %q", r)
 	}
-	if got := Leaked(before, 50*time.Millisecond, self+"blocked"); len(got) != 0 {
+	if got := leakedSince(before, 50*time.Millisecond, self+"blocked"); len(got) != 0 {
 		t.Errorf("Leaked with the goroutine's function ignored = %+v", got)
 	}
-	if got := Leaked(before, 50*time.Millisecond, self+"TestLeakedFindsLeak"); len(got) != 0 {
+	if got := leakedSince(before, 50*time.Millisecond, self+"TestLeakedFindsLeak"); len(got) != 0 {
 		t.Errorf("Leaked with the goroutine's creator ignored = %+v", got)
 	}
 	close(stop)
-	if got := Leaked(before, 5*time.Second); len(got) != 0 {
+	if got := leakedSince(before, 5*time.Second); len(got) != 0 {
 		t.Errorf("Leaked after the goroutine was stopped = %+v", got)
 	}
 }
 
 func TestLeakedWaitsForExit(t *testing.T) {
-	before := Current()
+	before := goroutines()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		time.Sleep(100 * time.Millisecond)
 	}()
-	if got := Leaked(before, 5*time.Second); len(got) != 0 {
+	if got := leakedSince(before, 5*time.Second); len(got) != 0 {
 		t.Errorf("a goroutine that exits within the grace period was reported: %+v", got)
 	}
 	wg.Wait()
@@ -124,17 +124,17 @@ func TestRun(t *testing.T) {
 	var out bytes.Buffer
 	leak := fakeM{f: func() { go blocked(stop) }}
 
-	if code := run(leak, Grace(50*time.Millisecond), func(c *config) { c.out = &out }); code != 1 {
+	if code := runMain(leak, grace(50*time.Millisecond), func(c *mainConfig) { c.out = &out }); code != 1 {
 		t.Errorf("run with a leak returned %d, want 1", code)
 	}
-	if s := out.String(); !strings.Contains(s, "leaktest: FAIL: 1 goroutine") || !strings.Contains(s, "leaktest.blocked") {
+	if s := out.String(); !strings.Contains(s, "redistest: FAIL: 1 goroutine") || !strings.Contains(s, "redistest.blocked") {
 		t.Errorf("run's report does not show the leak:\n%s", s)
 	}
 
 	// A failed run keeps its own status.
 	leak.code = 3
 	out.Reset()
-	if code := run(leak, Grace(50*time.Millisecond), func(c *config) { c.out = &out }); code != 3 {
+	if code := runMain(leak, grace(50*time.Millisecond), func(c *mainConfig) { c.out = &out }); code != 3 {
 		t.Errorf("run of failing tests with a leak returned %d, want 3", code)
 	}
 
@@ -142,7 +142,7 @@ func TestRun(t *testing.T) {
 	leak.code = 0
 	out.Reset()
 	var order []int
-	code := run(leak, Grace(time.Second), func(c *config) { c.out = &out },
+	code := runMain(leak, grace(time.Second), func(c *mainConfig) { c.out = &out },
 		Cleanup(func() { order = append(order, 1); close(stop) }),
 		Cleanup(func() { order = append(order, 2) }))
 	if code != 0 || out.Len() != 0 || len(order) != 2 || order[0] != 1 {
@@ -154,8 +154,8 @@ func TestRun(t *testing.T) {
 	stop2 := make(chan struct{})
 	defer close(stop2)
 	out.Reset()
-	code = run(fakeM{f: func() { go blocked(stop2) }}, Grace(50*time.Millisecond), func(c *config) { c.out = &out },
-		Ignore(self+"blocked", "a test of Ignore"))
+	code = runMain(fakeM{f: func() { go blocked(stop2) }}, grace(50*time.Millisecond), func(c *mainConfig) { c.out = &out },
+		IgnoreGoroutine(self+"blocked", "a test of Ignore"))
 	if code != 0 || out.Len() != 0 {
 		t.Errorf("run with the leak ignored: %d, output %q", code, out.String())
 	}
@@ -188,7 +188,7 @@ func TestMainFailsOnLeak(t *testing.T) {
 	if !strings.Contains(stdout.String(), "PASS") {
 		t.Errorf("the child's tests did not pass:\n%s", stdout.String())
 	}
-	if s := stderr.String(); !strings.Contains(s, "leaktest: FAIL: 1 goroutine") || !strings.Contains(s, "leaktest.leakForever") {
+	if s := stderr.String(); !strings.Contains(s, "redistest: FAIL: 1 goroutine") || !strings.Contains(s, "redistest.leakForever") {
 		t.Errorf("the child's report does not show the leak:\n%s", s)
 	}
 }

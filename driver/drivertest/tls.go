@@ -1,4 +1,4 @@
-package adaptertest
+package drivertest
 
 import (
 	"crypto/ecdsa"
@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redistest"
 )
 
 // writeCert writes a self-signed certificate for 127.0.0.1 and its key to

@@ -307,7 +307,7 @@ func TestDoIn(t *testing.T) {
 func TestMissingBinary(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	_, err := New(Config{})
-	want := "redis-server not found in PATH: install it (apt-get install -y redis-server) or run scripts/test, which does"
+	want := "redis-server not found in PATH: install Redis 7 or later (on Debian: apt-get install -y redis-server)"
 	if err == nil || err.Error() != want {
 		t.Errorf("New without redis-server: %v, want %q", err, want)
 	}

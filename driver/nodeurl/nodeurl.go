@@ -1,5 +1,24 @@
-// Package nodeurl holds what the adapters share about node URLs: reporting
-// a URL that does not parse without repeating its password.
+// Package nodeurl states the URL forms that an adapter's Dial accepts for a
+// node, and reports URLs that do not parse without revealing the passwords
+// in them. It is for the authors of adapters, beside package driver.
+//
+// The Dial function of an adapter (goredisnode.Dial, rueidisnode.Dial)
+// takes one Redis server's URL in one of these forms:
+//
+//	redis://[[user]:password@]host[:port][/db]
+//	rediss://[[user]:password@]host[:port][/db]    (TLS)
+//	unix://[[user]:password@]/path/to/socket[?db=N]
+//
+// The port defaults to 6379 and the database to 0; a user name without a
+// password, and query parameters that set client options, are accepted as
+// the client library's own URL parser accepts them. Characters such as
+// "/", "?", "#", "@" and "%" in a user name or password must be
+// percent-encoded.
+//
+// An adapter parses URLs with its client library's parser, and makes the
+// errors of that parser safe to show with [Error]. A node's name, and every
+// error an adapter returns, must be free of credentials; [Redact] hides
+// them in URLs that an adapter shows.
 package nodeurl
 
 import (
@@ -9,14 +28,19 @@ import (
 	"strings"
 )
 
-// Error reports that parse rejected rawURL for reason err, prefixed with
-// pkg, without repeating the user name or password. The reason could quote
-// them: a character that should have been percent-encoded can make a
-// parser cut the URL in the wrong place and quote a piece of the password
-// as a port or a path. So when rawURL has user information, the reason
-// given is the one parse gives for the URL with the user information
-// replaced by "xxxxx", or, if that URL is accepted, that the user
-// information is malformed.
+// Error returns the error an adapter reports when parse, its URL parser,
+// rejects rawURL with err. The error reads
+//
+//	pkg: invalid URL "U": reason
+//
+// where U is rawURL as [Redact] shows it, and it never repeats the user
+// name or password. The reason could quote them: a character that should
+// have been percent-encoded can make a parser cut the URL in the wrong
+// place and quote a piece of the password as a port or a path. So when
+// rawURL has user information, the reason is the error that parse returns
+// for U, or, if parse accepts U, that the user information is malformed.
+// Otherwise it is err. A reason from parse is wrapped, without the
+// [*url.Error] around it, whose text repeats the URL.
 func Error(pkg, rawURL string, err error, parse func(string) error) error {
 	shown, redacted := Redact(rawURL)
 	if redacted {

@@ -16,7 +16,7 @@ var starter = sync.OnceValue(func() chan<- func() {
 })
 
 // starterLoop runs the functions sent on c on its thread, forever. It is
-// the one goroutine that internal/leaktest lets outlive the tests.
+// the one goroutine that Main lets outlive the tests.
 func starterLoop(c <-chan func()) {
 	runtime.LockOSThread() // and never unlock, so the thread never ends
 	for start := range c {

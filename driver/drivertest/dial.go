@@ -1,4 +1,4 @@
-package adaptertest
+package drivertest
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redistest"
 )
 
 func testDialServerDown[N Node](t *testing.T, a Adapter[N]) {

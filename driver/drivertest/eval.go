@@ -1,4 +1,4 @@
-package adaptertest
+package drivertest
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redistest"
 )
 
 func testScripts[N Node](t *testing.T, a Adapter[N]) {
@@ -103,7 +103,7 @@ func testDecode[N Node](t *testing.T, a Adapter[N]) {
 					}
 					continue
 				}
-				if err != nil || !reflect.DeepEqual(Canonical(got), tt.want) {
+				if err != nil || !reflect.DeepEqual(canonical(got), tt.want) {
 					t.Fatalf("eval(%q) = %#v, %v; want %#v", tt.src, got, err, tt.want)
 				}
 			}

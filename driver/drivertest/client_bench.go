@@ -1,4 +1,4 @@
-package conformance
+package drivertest
 
 import (
 	"context"
@@ -8,20 +8,21 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redistest"
 )
 
-// Benchmark measures an uncontended TryLock followed by Release through the
-// adapter that dial creates, on 1, 3 and 5 real redis-server processes.
-// Run it with -benchmem: the allocations it reports are the client's and
-// the adapter's together.
-func Benchmark(b *testing.B, dial Dialer) {
+// BenchmarkClient measures an uncontended TryLock followed by Release
+// through the adapter whose Dial is dial, on 1, 3 and 5 redis-server
+// processes that it starts. Run it with -benchmem: the allocations it
+// reports are the lock client's and the adapter's together.
+func BenchmarkClient[N Node](b *testing.B, dial func(url string) (N, error)) {
+	d := dialer(dial)
 	for _, n := range []int{1, 3, 5} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			servers := redistest.StartN(b, n, redistest.Config{})
 			nodes := make([]redlock.Node, n)
 			for i, s := range servers {
-				nodes[i] = dial(b, s.URL())
+				nodes[i] = d(b, s.URL())
 			}
 			// The servers are new: without this they would sit out one
 			// TTL in restart quarantine.

@@ -1,28 +1,4 @@
-// Package leaktest checks that a test binary leaves no goroutines running
-// behind it. Every test package of the repository calls [Main] from its
-// TestMain:
-//
-//	func TestMain(m *testing.M) { leaktest.Main(m) }
-//
-// or, with work of its own to undo after the tests,
-//
-//	func TestMain(m *testing.M) {
-//		stop := startServers()
-//		leaktest.Main(m, leaktest.Cleanup(stop))
-//	}
-//
-// Main notes the goroutines that are running when it is called, runs the
-// tests, runs the cleanups, and then waits a short grace period for every
-// goroutine that was not running at the start to exit. If any is still
-// running, it prints their stacks and exits with status 1 even though the
-// tests passed. A goroutine that a test starts and never stops keeps its
-// memory, its connections and often a server-side resource alive; in a
-// lock library it can also keep extending or releasing a lock behind the
-// caller's back.
-//
-// It imports nothing but the standard library, so every module of the
-// repository can use it.
-package leaktest
+package redistest
 
 import (
 	"bytes"
@@ -37,35 +13,36 @@ import (
 	"time"
 )
 
-// DefaultGrace is how long Main waits, after the tests and the cleanups,
+// defaultGrace is how long Main waits, after the tests and the cleanups,
 // for new goroutines to exit. Closing a client or a listener ends its
 // goroutines soon after, not at once.
-const DefaultGrace = 5 * time.Second
+const defaultGrace = 5 * time.Second
 
 // allowed are the goroutines that are never reported, whoever started
-// them: long-lived goroutines owned by the runtime or the standard library
-// that no test can stop. A goroutine is allowed if any function in its
-// stack, or the function that created it, is one of these. Each entry
-// says why it may stay; add an entry for a third-party library only with
-// an [Ignore] option in the TestMain that needs it, never here.
+// them: long-lived goroutines owned by the runtime, the standard library or
+// this package that no test can stop. A goroutine is allowed if any
+// function in its stack, or the function that created it, is one of these.
+// Each entry says why it may stay; a third-party library's goroutine is
+// accepted only through an [IgnoreGoroutine] option in the TestMain that
+// needs it.
 var allowed = []allowance{
 	// signal.Notify starts one goroutine that relays signals for the rest
 	// of the process's life; there is no way to stop it.
 	{"os/signal.signal_recv", "signal.Notify's relay, which lives as long as the process"},
 	{"os/signal.loop", "signal.Notify's relay, which lives as long as the process"},
 	{"runtime.ensureSigM", "the runtime's signal mask goroutine, started by signal.Notify"},
-	// internal/redistest starts redis-server processes with a parent-death
+	// This package starts redis-server processes with a parent-death
 	// signal from one goroutine locked to its thread for good: the kernel
 	// kills the servers when that thread ends, so it must outlive them all.
-	{"github.com/quorumlock/redlock/internal/redistest.starterLoop", "the thread that redis-server processes are started from, which must outlive them"},
+	{"github.com/quorumlock/redlock/redistest.starterLoop", "the thread that redis-server processes are started from, which must outlive them"},
 }
 
 type allowance struct{ function, why string }
 
-// An Option changes what Main does.
-type Option func(*config)
+// A MainOption changes what [Main] does.
+type MainOption func(*mainConfig)
 
-type config struct {
+type mainConfig struct {
 	cleanups []func()
 	ignore   []allowance
 	grace    time.Duration
@@ -73,44 +50,56 @@ type config struct {
 }
 
 // Cleanup makes Main call f after the tests have run and before it looks
-// for leaked goroutines, for what TestMain set up before calling Main
-// (servers, temporary directories). Cleanups run in the order given.
-func Cleanup(f func()) Option {
-	return func(c *config) { c.cleanups = append(c.cleanups, f) }
+// for leaked goroutines, for what TestMain set up before calling Main,
+// such as servers shared by the package's tests or a temporary directory.
+// Cleanups run in the order given.
+func Cleanup(f func()) MainOption {
+	return func(c *mainConfig) { c.cleanups = append(c.cleanups, f) }
 }
 
-// Ignore makes Main accept goroutines that have function (such as
+// IgnoreGoroutine makes Main accept goroutines that have function (such as
 // "github.com/some/lib.(*pool).reaper") in their stack or as their
 // creator: for a long-lived goroutine of a third-party library that the
-// library gives no way to stop. why must say so; it is printed with the
+// library gives no way to stop. why must say so; Main prints it with its
 // report, so that an allowance cannot hide silently.
-func Ignore(function, why string) Option {
-	return func(c *config) { c.ignore = append(c.ignore, allowance{function, why}) }
+func IgnoreGoroutine(function, why string) MainOption {
+	return func(c *mainConfig) { c.ignore = append(c.ignore, allowance{function, why}) }
 }
 
-// Grace sets how long Main waits for new goroutines to exit; the default
-// is DefaultGrace.
-func Grace(d time.Duration) Option {
-	return func(c *config) { c.grace = d }
+// grace sets how long Main waits for new goroutines to exit; the default
+// is defaultGrace.
+func grace(d time.Duration) MainOption {
+	return func(c *mainConfig) { c.grace = d }
 }
 
-// Main runs the tests of m, then the cleanups, then checks for leaked
-// goroutines, and exits: with the status of m.Run if the tests failed or
-// nothing leaked, and with status 1 if the tests passed but goroutines
-// leaked. It does not return.
-func Main(m *testing.M, opts ...Option) {
-	os.Exit(run(m, opts...))
+// Main is a TestMain that fails the tests if they leave goroutines
+// running:
+//
+//	func TestMain(m *testing.M) { redistest.Main(m) }
+//
+// It notes the goroutines that are running when it is called, runs the
+// tests, runs the cleanups, and then waits up to five seconds for every
+// goroutine that was not running at the start to exit. If any is still
+// running, it prints their stacks and exits with status 1 even though the
+// tests passed; otherwise it exits with the status of m.Run. It does not
+// return.
+//
+// A goroutine that a test starts and never stops keeps its memory, its
+// connections and often a server-side resource alive; in a lock library it
+// can also keep extending or releasing a lock behind the caller's back.
+func Main(m *testing.M, opts ...MainOption) {
+	os.Exit(runMain(m, opts...))
 }
 
-// A runner is what run needs of a testing.M.
+// A runner is what runMain needs of a testing.M.
 type runner interface{ Run() int }
 
-func run(m runner, opts ...Option) int {
-	cfg := config{grace: DefaultGrace, out: os.Stderr}
+func runMain(m runner, opts ...MainOption) int {
+	cfg := mainConfig{grace: defaultGrace, out: os.Stderr}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	before := Current()
+	before := goroutines()
 	code := m.Run()
 	for _, f := range cfg.cleanups {
 		f()
@@ -119,13 +108,13 @@ func run(m runner, opts ...Option) int {
 	for i, a := range cfg.ignore {
 		ignore[i] = a.function
 	}
-	leaked := Leaked(before, cfg.grace, ignore...)
+	leaked := leakedSince(before, cfg.grace, ignore...)
 	if len(leaked) == 0 {
 		return code
 	}
-	fmt.Fprint(cfg.out, Report(leaked, cfg.grace))
+	fmt.Fprint(cfg.out, leakReport(leaked, cfg.grace))
 	for _, a := range cfg.ignore {
-		fmt.Fprintf(cfg.out, "leaktest: (this package ignores %s: %s)\n", a.function, a.why)
+		fmt.Fprintf(cfg.out, "redistest: (this package ignores %s: %s)\n", a.function, a.why)
 	}
 	if code == 0 {
 		code = 1
@@ -133,8 +122,8 @@ func run(m runner, opts ...Option) int {
 	return code
 }
 
-// A Goroutine is one goroutine, as runtime.Stack shows it.
-type Goroutine struct {
+// A goroutine is one goroutine, as runtime.Stack shows it.
+type goroutine struct {
 	ID    uint64
 	State string   // such as "chan receive" or "IO wait, 2 minutes"
 	Funcs []string // the functions of its stack, innermost first
@@ -145,13 +134,13 @@ type Goroutine struct {
 }
 
 // has reports whether function is in g's stack or created it.
-func (g Goroutine) has(function string) bool {
+func (g goroutine) has(function string) bool {
 	return g.CreatedBy == function || slices.Contains(g.Funcs, function)
 }
 
-// Current returns every goroutine running now, except the caller's own
+// goroutines returns every goroutine running now, except the caller's own
 // and the runtime's system goroutines.
-func Current() []Goroutine {
+func goroutines() []goroutine {
 	buf := make([]byte, 1<<16)
 	for {
 		n := runtime.Stack(buf, true)
@@ -161,36 +150,36 @@ func Current() []Goroutine {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
-	all := parse(buf)
+	all := parseStacks(buf)
 	self := selfID()
-	return slices.DeleteFunc(all, func(g Goroutine) bool { return g.ID == self })
+	return slices.DeleteFunc(all, func(g goroutine) bool { return g.ID == self })
 }
 
 // selfID returns the caller's goroutine ID.
 func selfID() uint64 {
 	buf := make([]byte, 64)
 	buf = buf[:runtime.Stack(buf, false)]
-	gs := parse(buf)
+	gs := parseStacks(buf)
 	if len(gs) == 0 {
 		return 0
 	}
 	return gs[0].ID
 }
 
-// Leaked returns the goroutines that are running and were not in before,
+// leakedSince returns the goroutines that are running and were not in before,
 // other than those that the package's own allowances accept and those
 // with one of the functions in ignore in their stack or as their creator.
 // It waits up to grace for them to exit before it reports them.
-func Leaked(before []Goroutine, grace time.Duration, ignore ...string) []Goroutine {
+func leakedSince(before []goroutine, grace time.Duration, ignore ...string) []goroutine {
 	old := make(map[uint64]bool, len(before))
 	for _, g := range before {
 		old[g.ID] = true
 	}
 	deadline := time.Now().Add(grace)
 	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
-		var leaked []Goroutine
+		var leaked []goroutine
 	next:
-		for _, g := range Current() {
+		for _, g := range goroutines() {
 			if old[g.ID] {
 				continue
 			}
@@ -213,22 +202,22 @@ func Leaked(before []Goroutine, grace time.Duration, ignore ...string) []Gorouti
 	}
 }
 
-// Report describes leaked goroutines with their stacks, for Main's output.
-func Report(leaked []Goroutine, grace time.Duration) string {
+// leakReport describes leaked goroutines with their stacks, for Main's output.
+func leakReport(leaked []goroutine, grace time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nleaktest: FAIL: %d goroutine(s) started by the tests still running %v after they ended:\n\n", len(leaked), grace)
+	fmt.Fprintf(&b, "\nredistest: FAIL: %d goroutine(s) started by the tests still running %v after they ended:\n\n", len(leaked), grace)
 	for _, g := range leaked {
 		b.WriteString(g.Stack)
 		b.WriteString("\n\n")
 	}
-	b.WriteString("leaktest: stop them in the test that starts them (close the client, cancel the context, wait for the goroutine),\n" +
-		"leaktest: or, for a library goroutine that cannot be stopped, pass leaktest.Ignore to leaktest.Main with the reason.\n")
+	b.WriteString("redistest: stop them in the test that starts them (close the client, cancel the context, wait for the goroutine),\n" +
+		"redistest: or, for a library goroutine that cannot be stopped, pass redistest.IgnoreGoroutine to redistest.Main with the reason.\n")
 	return b.String()
 }
 
-// parse parses the output of runtime.Stack.
-func parse(buf []byte) []Goroutine {
-	var out []Goroutine
+// parseStacks parses the output of runtime.Stack.
+func parseStacks(buf []byte) []goroutine {
+	var out []goroutine
 	for _, block := range bytes.Split(bytes.TrimSpace(buf), []byte("\n\n")) {
 		lines := strings.Split(string(block), "\n")
 		head, ok := strings.CutPrefix(lines[0], "goroutine ")
@@ -239,7 +228,7 @@ func parse(buf []byte) []Goroutine {
 		if !ok {
 			continue
 		}
-		g := Goroutine{Stack: string(block)}
+		g := goroutine{Stack: string(block)}
 		var err error
 		if g.ID, err = strconv.ParseUint(id, 10, 64); err != nil {
 			continue

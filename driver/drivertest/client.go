@@ -1,8 +1,4 @@
-// Package conformance is the test table that every Node adapter runs: the
-// Redlock algorithm, exercised through the adapter under test against real
-// redis-server processes that the table starts, stops, kills and restarts
-// itself. Nothing in it fakes a node.
-package conformance
+package drivertest
 
 import (
 	"context"
@@ -15,19 +11,31 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/redistest"
 )
 
-// A Dialer connects the adapter under test to the Redis server at url
-// ("redis://127.0.0.1:PORT" or "unix:///path/to/socket"). It registers the
-// closing of its client with t.Cleanup and fails t if it cannot connect.
-// Connecting must not need the server to be up: a lock client has to be
-// constructible while a minority of its nodes is down.
-type Dialer func(t testing.TB, url string) redlock.Node
-
-// Run runs the conformance table against the adapter that dial creates.
-func Run(t *testing.T, dial Dialer) {
-	s := &suite{dial: dial}
+// TestClient checks the lock algorithm through the adapter whose Dial is
+// dial: a [redlock.Client] over nodes that dial returns, against
+// redis-server processes that it starts, stops, kills, pauses, restarts and
+// puts behind fault proxies ([redistest]). Nothing in it fakes a node.
+//
+// It covers taking and releasing locks on 1, 3 and 5 nodes, over TCP and
+// unix sockets; every subset of nodes down for N = 3 and 5; a lock taken
+// by another; replies lost after a grant or a release was applied; mutual
+// exclusion under contention, with a lost-update detector; extension,
+// expiry and take-over; cancellation; slow nodes; fences across releases,
+// expiries, FLUSHALL and restarts; restart quarantine, with canaries that
+// disable it and must see a lock granted twice; the lock's context and
+// AutoExtend; notified waiting; and the events an Observer sees.
+//
+// dial gets URLs such as "redis://127.0.0.1:PORT" and
+// "unix:///path/to/socket". It must not connect: a lock client has to be
+// constructible while a minority of its nodes is down. TestClient closes
+// every Node it dials when the subtest that dialled it ends.
+func TestClient[N Node](t *testing.T, dial func(url string) (N, error)) {
+	d := dialer(dial)
+	s := &suite{dial: func(t testing.TB, url string) driver.Node { return d(t, url) }}
 	t.Run("Scripts", s.testScripts)
 	t.Run("LockReleaseN1", func(t *testing.T) { s.testLockRelease(t, 1, false) })
 	t.Run("LockReleaseN3Unix", func(t *testing.T) { s.testLockRelease(t, 3, true) })
@@ -66,8 +74,10 @@ func Run(t *testing.T, dial Dialer) {
 	t.Run("Observer", s.testObserver)
 }
 
+// A suite runs the cases of TestClient through one adapter.
 type suite struct {
-	dial Dialer
+	// dial dials url and closes the Node when t ends.
+	dial func(t testing.TB, url string) driver.Node
 }
 
 // cluster is a set of independent redis-server processes with an admin
@@ -86,7 +96,7 @@ func (c *cluster) urls() []string {
 }
 
 // client dials every url and returns a redlock client over them. Unless
-// opts asks for a quarantine, it is disabled: the table's servers are new,
+// opts asks for a quarantine, it is disabled: the test's servers are new,
 // and would otherwise sit out each test's TTL before they vote. The tests
 // of quarantine itself set Options.Quarantine or use quarantineClient.
 func (s *suite) client(t *testing.T, urls []string, opts *redlock.Options) *redlock.Client {
@@ -110,7 +120,7 @@ func (s *suite) quarantineClient(t *testing.T, urls []string, opts *redlock.Opti
 	}
 	o := *opts
 	if o.RetryDelay == 0 {
-		o.RetryDelay = 5 * time.Millisecond // keep the table quick
+		o.RetryDelay = 5 * time.Millisecond // keep the tests quick
 	}
 	c, err := redlock.New(nodes, &o)
 	if err != nil {

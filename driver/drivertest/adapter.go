@@ -1,15 +1,4 @@
-// Package adaptertest is the test table of what every Node adapter does on
-// its own, below the Redlock algorithm: decoding Lua replies, falling back
-// from EVALSHA to EVAL, reporting error replies, honouring contexts, and
-// dialling every URL form, TLS included, without ever revealing a
-// password. Each adapter runs it with [Run]; the algorithm itself is the
-// table of internal/conformance.
-//
-// It runs real redis-server processes (internal/redistest) and checks what
-// reached them with connections of its own, never with the library under
-// test. It imports no client library, so that the adapters, each in its
-// own module, can share it.
-package adaptertest
+package drivertest
 
 import (
 	"context"
@@ -17,7 +6,6 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,18 +13,19 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/driver"
-	"github.com/quorumlock/redlock/internal/leaktest"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redistest"
 )
 
-// A Node is what an adapter's Dial returns.
+// A Node is what an adapter's Dial returns: a [driver.Node] that Close
+// closes.
 type Node interface {
-	redlock.Node
+	driver.Node
 	Close() error
 }
 
-// Adapter describes the adapter under test, whose Dial returns an N. Every
-// field but BadURLs is required.
+// An Adapter describes the adapter under test, whose Dial returns an N, to
+// [TestAdapter], [BenchmarkEval] and [FuzzURL]. Every field but BadURLs is
+// required.
 type Adapter[N Node] struct {
 	// Pkg is the adapter's package name, such as "goredisnode": every
 	// error of Dial for a URL that does not parse begins with
@@ -49,10 +38,11 @@ type Adapter[N Node] struct {
 
 	// EvalLua runs the Lua source src, whose hex SHA-1 digest is sha, on n
 	// as n.Eval runs a script: EVALSHA, then EVAL if the server answers
-	// NOSCRIPT, and the reply converted as Eval converts it. Only redlock
-	// makes *driver.Script values, so this is how the table sends the
-	// adapter scripts of its own: an adapter passes the method expression
-	// of the unexported method its Eval calls, such as (*Node).eval.
+	// NOSCRIPT, and the reply converted as Eval converts it. A
+	// *driver.Script holds one of the lock client's own scripts, so this is
+	// how TestAdapter sends the adapter scripts of its own: an adapter
+	// passes the method expression of the unexported method its Eval
+	// calls, such as (*Node).eval, from a test in its own package.
 	EvalLua func(n N, ctx context.Context, sha, src string, keys, args []string) (any, error)
 
 	// IsErrorReply reports whether err is, or wraps, the library's own
@@ -68,11 +58,13 @@ type Adapter[N Node] struct {
 	// CheckDialled makes the library's own checks of a Node that Dial
 	// returned for a valid URL, such as that its client does not retry or
 	// that it verifies the TLS server name that the URL asks for. It is
-	// called before the Node is closed, for every URL of the Names table.
+	// called before the Node is closed, for every URL that TestAdapter
+	// checks the node name of.
 	CheckDialled func(t *testing.T, d Dialled[N])
 }
 
-// Dialled is what Adapter.CheckDialled is told about a Node.
+// Dialled is what Adapter.CheckDialled is told about a Node that Dial
+// returned.
 type Dialled[N Node] struct {
 	URL  string
 	Node N
@@ -93,18 +85,26 @@ func (d Dialled[N]) CheckTLS(t *testing.T, cfg *tls.Config) {
 	}
 }
 
-// The credentials of the ACL user that the table creates. No name and no
-// error may contain either.
+// The credentials of the ACL user that TestAdapter creates on its servers.
+// No node name and no error of an adapter may contain either.
 const (
 	ACLUser     = "locker"
 	ACLPassword = "hunter2secret"
 )
 
-// Run runs the table against the adapter a describes. Its subtests run in
-// parallel with each other.
-func Run[N Node](t *testing.T, a Adapter[N]) {
+// TestAdapter checks the adapter that a describes on its own, below the
+// lock algorithm, against redis-server processes that it starts: that Eval
+// runs every lock script and decodes each kind of reply, is safe for
+// concurrent use, falls back from EVALSHA to EVAL, returns error replies as
+// errors and gives up when its context ends; that EvalBatch, which the
+// adapter must implement ([driver.Batcher]), runs its calls in order with
+// a reply or error each; and that Dial accepts every URL form of package
+// [nodeurl], TLS and ACL users included, does not connect, does not retry,
+// names nodes "ADDR/DB" and never reveals a password, in a name or in an
+// error. Its subtests run in parallel with each other.
+func TestAdapter[N Node](t *testing.T, a Adapter[N]) {
 	if a.Pkg == "" || a.Dial == nil || a.EvalLua == nil || a.IsErrorReply == nil || a.CheckDialled == nil {
-		t.Fatal("adaptertest: Adapter.Pkg, Dial, EvalLua, IsErrorReply and CheckDialled are required")
+		t.Fatal("drivertest: Adapter.Pkg, Dial, EvalLua, IsErrorReply and CheckDialled are required")
 	}
 	for _, tc := range []struct {
 		name string
@@ -134,34 +134,9 @@ func Run[N Node](t *testing.T, a Adapter[N]) {
 	}
 }
 
-// Main is the TestMain of an adapter's tests: it starts n redis-server
-// processes for the package's examples, stores their URLs in *urls, runs
-// the tests, stops the servers, checks that the tests left no goroutines
-// running (internal/leaktest) and exits. If a server does not start, it
-// exits at once with status 1.
-func Main(m *testing.M, n int, urls *[]string, opts ...leaktest.Option) {
-	var servers []*redistest.Server
-	stop := func() {
-		for _, srv := range servers {
-			srv.Close()
-		}
-	}
-	for range n {
-		srv, err := redistest.New(redistest.Config{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			stop()
-			os.Exit(1)
-		}
-		servers = append(servers, srv)
-		*urls = append(*urls, srv.URL())
-	}
-	leaktest.Main(m, append(opts, leaktest.Cleanup(stop))...)
-}
-
-// Dialer turns an adapter's Dial into a test helper: one that dials url,
-// fails t if Dial fails and closes the Node when t ends.
-func Dialer[N Node](dial func(url string) (N, error)) func(t testing.TB, url string) N {
+// dialer turns dial into a test helper that dials url, fails t if dial
+// fails, and closes the Node when t ends.
+func dialer[N Node](dial func(url string) (N, error)) func(t testing.TB, url string) N {
 	return func(t testing.TB, url string) N {
 		t.Helper()
 		n, err := dial(url)
@@ -173,8 +148,9 @@ func Dialer[N Node](dial func(url string) (N, error)) func(t testing.TB, url str
 	}
 }
 
-// BenchmarkEval measures one Eval of the extend script through a dialled
-// Node.
+// BenchmarkEval measures one Eval of the lock client's extend script
+// through a Node that a.Dial returns, against a redis-server process that
+// it starts.
 func BenchmarkEval[N Node](b *testing.B, a Adapter[N]) {
 	srv := redistest.Start(b, redistest.Config{})
 	n, err := a.Dial(srv.URL())
@@ -193,8 +169,9 @@ func BenchmarkEval[N Node](b *testing.B, a Adapter[N]) {
 	}
 }
 
-// Script returns the redlock script with the given name, such as
-// "acquire", and fails t if there is none.
+// Script returns the lock client's script with the given name ("acquire",
+// "release", "extend" or "probe"; see [redlock.Scripts]), and fails t if
+// there is none.
 func Script(t testing.TB, name string) *driver.Script {
 	t.Helper()
 	s, err := script(name)
@@ -213,8 +190,8 @@ func script(name string) (*driver.Script, error) {
 	return nil, fmt.Errorf("no script %q", name)
 }
 
-// Runs reports whether the command args, as a [redistest.Proxy] sees it,
-// runs s by EVALSHA or EVAL.
+// Runs reports whether the command args, as a [redistest.Proxy] passes it
+// to the match function of DropReplies, runs s by EVALSHA or EVAL.
 func Runs(args []string, s *driver.Script) bool {
 	if len(args) < 2 {
 		return false
@@ -228,10 +205,11 @@ func Runs(args []string, s *driver.Script) bool {
 	return false
 }
 
-// ExerciseScripts runs every script of redlock.Scripts on key through n,
-// in a sequence that leaves key held by "tok2", and fails t on the first
-// unexpected reply. key must not exist.
-func ExerciseScripts(t *testing.T, n redlock.Node, key string) {
+// ExerciseScripts runs every script of [redlock.Scripts] on key through n,
+// as the lock client passes them, in a sequence that leaves key held by
+// the token "tok2", and fails t on the first unexpected reply. key must
+// not exist.
+func ExerciseScripts(t *testing.T, n driver.Node, key string) {
 	t.Helper()
 	run(t, n, scriptSteps(key))
 }
@@ -251,7 +229,7 @@ func CheckName(t *testing.T, name, want string) {
 // dial dials url with a and closes the Node when t ends.
 func dial[N Node](t *testing.T, a Adapter[N], url string) N {
 	t.Helper()
-	return Dialer(a.Dial)(t, url)
+	return dialer(a.Dial)(t, url)
 }
 
 func ctxTimeout(t testing.TB, d time.Duration) context.Context {
@@ -274,7 +252,7 @@ type step struct {
 }
 
 // run runs steps on n and fails t on the first unexpected reply.
-func run(t *testing.T, n redlock.Node, steps []step) {
+func run(t *testing.T, n driver.Node, steps []step) {
 	t.Helper()
 	ctx := ctxTimeout(t, 5*time.Second)
 	for i, st := range steps {
@@ -338,18 +316,18 @@ func extendStep(key, token, ttl string, want any) step {
 }
 
 // eval runs st on n and returns the reply.
-func eval(ctx context.Context, n redlock.Node, st step) (any, error) {
+func eval(ctx context.Context, n driver.Node, st step) (any, error) {
 	s, err := script(st.script)
 	if err != nil {
 		return nil, err
 	}
 	v, err := n.Eval(ctx, s, st.keys, st.args)
-	return Canonical(v), err
+	return canonical(v), err
 }
 
-// Canonical returns a reply with every array as a []any: an adapter may
-// return an array of integers as a []int64 instead (see redlock.Node).
-func Canonical(v any) any {
+// canonical returns a reply with every array as a []any: an adapter may
+// return an array of integers as a []int64 instead (see driver.Node).
+func canonical(v any) any {
 	switch v := v.(type) {
 	case []int64:
 		a := make([]any, len(v))
@@ -360,23 +338,23 @@ func Canonical(v any) any {
 	case []any:
 		a := make([]any, len(v))
 		for i, e := range v {
-			a[i] = Canonical(e)
+			a[i] = canonical(e)
 		}
 		return a
 	}
 	return v
 }
 
-// Acquire runs the acquire script on n as the lock client does, to take
-// key for token for ttl milliseconds, and returns the reply, whose Status
-// is 1 for a grant.
-func Acquire(ctx context.Context, n redlock.Node, key, token string, ttl int) (any, error) {
+// Acquire runs the acquire script on n as the lock client does, without
+// restart quarantine, to take key for token for ttl milliseconds, and
+// returns the reply, whose [Status] is 1 for a grant and 0 for a refusal.
+func Acquire(ctx context.Context, n driver.Node, key, token string, ttl int) (any, error) {
 	return eval(ctx, n, acquireStep(key, token, strconv.Itoa(ttl), nil))
 }
 
-// Status returns the status of a script's reply: the reply itself when it
-// is an integer, or else its first element, which must be one. ok is false
-// for any other reply.
+// Status returns the status of a lock script's reply: the reply itself
+// when it is an integer, or else its first element, which must be one. ok
+// is false for any other reply.
 func Status(reply any) (status int64, ok bool) {
 	switch r := reply.(type) {
 	case int64:

@@ -29,7 +29,7 @@ const (
 )
 
 // errMissing is what New returns when there is no redis-server in PATH.
-var errMissing = errors.New("redis-server not found in PATH: install it (apt-get install -y redis-server) or run scripts/test, which does")
+var errMissing = errors.New("redis-server not found in PATH: install Redis 7 or later (on Debian: apt-get install -y redis-server)")
 
 // errAddrInUse is wrapped by the errors of a server that could not listen
 // because another process had taken its port.

@@ -1,4 +1,4 @@
-package conformance
+package drivertest
 
 import (
 	"context"
@@ -12,19 +12,8 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/driver"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redistest"
 )
-
-func script(t *testing.T, name string) *driver.Script {
-	t.Helper()
-	for _, s := range redlock.Scripts() {
-		if s.Name() == name {
-			return s
-		}
-	}
-	t.Fatalf("no script %q", name)
-	return nil
-}
 
 // testScripts checks the single-node building blocks through the adapter:
 // the acquire script grants once with a fence, finds its own grant again
@@ -35,7 +24,7 @@ func (s *suite) testScripts(t *testing.T) {
 	node := s.dial(t, srv.URL())
 	ctx, key := ctxT(t), keyFor(t)
 	fenceKey, marker := "redlock:fence:"+key, "redlock:node"
-	acquire, release, extend := script(t, "acquire"), script(t, "release"), script(t, "extend")
+	acquire, release, extend := Script(t, "acquire"), Script(t, "release"), Script(t, "extend")
 	eval := func(sc *driver.Script, keys []string, args ...string) any {
 		t.Helper()
 		v, err := node.Eval(ctx, sc, keys, args)
@@ -257,17 +246,11 @@ func (s *suite) testTaken(t *testing.T) {
 
 // runs returns a proxy matcher for the commands that run the named script.
 func runs(name string) func(args []string) bool {
-	var sc *driver.Script
-	for _, s := range redlock.Scripts() {
-		if s.Name() == name {
-			sc = s
-		}
+	sc, err := script(name)
+	if err != nil {
+		panic(err)
 	}
-	return func(args []string) bool {
-		return len(args) > 1 &&
-			(strings.EqualFold(args[0], "EVALSHA") && args[1] == sc.SHA1() ||
-				strings.EqualFold(args[0], "EVAL") && args[1] == sc.Source())
-	}
+	return func(args []string) bool { return Runs(args, sc) }
 }
 
 var isAcquire = runs("acquire")
