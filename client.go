@@ -107,7 +107,9 @@ type Client struct {
 	lanes  []*lane  // for each node that is a driver.Batcher; nil for others
 	flying flight   // requests sent and not yet answered
 
-	learned atomic.Int64 // the largest TTL seen, in nanoseconds
+	learned  atomic.Int64 // the largest TTL seen, in nanoseconds
+	born     time.Time    // when New made the client: the origin of heardAll
+	heardAll atomic.Int64 // 1 + nanoseconds from born to the start of the latest round every node answered; 0 if none
 
 	mu     sync.Mutex // guards states
 	states []NodeState
@@ -143,6 +145,7 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
+		born:     time.Now(),
 		nodes:    append([]Node(nil), nodes...),
 		quorum:   len(nodes)/2 + 1,
 		opts:     o,

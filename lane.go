@@ -34,6 +34,7 @@ type lane struct {
 	queue   []*request
 	workers int           // goroutines running
 	idle    int           // goroutines waiting for wake
+	direct  int           // requests sent by their callers (see claim)
 	wake    chan struct{} // a token for an idle goroutine; cap laneWorkers
 	closed  chan struct{} // closed by close: idle goroutines end at once
 	once    sync.Once
@@ -45,6 +46,47 @@ type request struct {
 	node  int
 	tries int // tries left, this one included
 	retry bool
+
+	returned atomic.Bool             // set by deliver
+	next     atomic.Pointer[request] // sent once this one has returned; see then
+}
+
+// then arranges for next to be dispatched once q has returned, and reports
+// whether it did so; false means that q has returned already, and next
+// may be sent at once. Exactly one of then, deliver and the deadline
+// fallback in send dispatches next.
+func (q *request) then(next *request) bool {
+	if q.returned.Load() {
+		return false
+	}
+	q.next.Store(next)
+	if q.returned.Load() && q.next.CompareAndSwap(next, nil) {
+		return false // returned meanwhile, and deliver did not take next
+	}
+	return true
+}
+
+// dispatch sends the request through its node's lane, or on a goroutine
+// of its own for a node without one.
+func (q *request) dispatch() {
+	c := q.r.c
+	if ln := c.lanes[q.node]; ln != nil {
+		ln.submit(q)
+		return
+	}
+	go q.run(c.nodes[q.node])
+}
+
+// run sends the request to node with Eval, tries again while it fails and
+// tries are left, and delivers the answer.
+func (q *request) run(node driver.Node) {
+	r := q.r
+	v, err := node.Eval(r.ctx, r.script, r.keys, r.args)
+	for ; err != nil && q.tries > 1 && r.ctx.Err() == nil; q.tries-- {
+		v, err = node.Eval(r.ctx, r.script, r.keys, r.args)
+		q.retry = true
+	}
+	r.deliver(q, v, err)
 }
 
 func newLane(n driver.Batcher) *lane {
@@ -55,6 +97,28 @@ func newLane(n driver.Batcher) *lane {
 // submitted later is still sent.
 func (ln *lane) close() {
 	ln.once.Do(func() { close(ln.closed) })
+}
+
+// claim reports whether the caller may send a request itself, on its own
+// goroutine, instead of handing it to the lane: when nothing is queued and
+// nothing is being sent, so that there is no batch for it to join. The
+// request then costs no goroutine hand-off. A caller that claimed the lane
+// calls unclaim when its request has returned; requests that come in the
+// meantime go through the lane's goroutines.
+func (ln *lane) claim() bool {
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	if len(ln.queue) > 0 || ln.workers > ln.idle || ln.direct > 0 {
+		return false
+	}
+	ln.direct++
+	return true
+}
+
+func (ln *lane) unclaim() {
+	ln.mu.Lock()
+	ln.direct--
+	ln.mu.Unlock()
 }
 
 // submit queues q and makes sure a goroutine will send it.

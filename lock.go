@@ -27,10 +27,10 @@ type Lock struct {
 	fence int64
 	start time.Time // when the acquiring round began
 
-	// settled is closed when every request of the acquiring round has
-	// returned; settledBy is when the round stopped waiting for them.
-	settled   <-chan struct{}
-	settledBy time.Time
+	// acq is the acquiring round. Its requests to the slowest nodes may
+	// still be on their way when the Lock is returned; Release sends to
+	// each node only once the node's own acquire request has returned.
+	acq *round
 
 	op sync.Mutex // serialises Extend and Release
 
@@ -271,36 +271,29 @@ func (l *Lock) release(ctx context.Context) error {
 	}
 	l.op.Lock()
 	defer l.op.Unlock()
-	// A request of the acquiring round that is still on its way might
-	// otherwise set its key after the release has passed that node.
-	select {
-	case <-l.settled:
-	default:
-		sleepUntilDone(l.settled, l.settledBy)
-	}
 	until := l.Until()
 	expired := !time.Now().Before(until)
 	// A release within the validity that a quorum confirms is all the
 	// caller needs to hear; one after the deadline, or one that finds the
 	// lock gone, is reported with every node's answer.
-	r := l.c.releaseRound(ctx, l.key, l.token, l.fence, l.c.fenceTTL(l.ttl), expired)
+	r := l.c.releaseRound(ctx, l.acq, l.key, l.token, l.fence, l.c.fenceTTL(l.ttl), expired)
 	r.decide(r.count(OK) >= l.c.quorum)
 	l.c.report(ctx, "release", l.key, 1, r)
 	if r.woke > 0 {
 		l.c.noteHandoff(l.key)
 	}
-	e := &OpError{Op: "release", Key: l.key, Quorum: l.c.quorum, Rounds: 1, Nodes: r.results}
+	var reason error
 	switch {
 	case expired:
-		e.Err = ErrExpired
+		reason = ErrExpired
 	case r.count(Taken)+r.count(Absent) > len(l.c.nodes)-l.c.quorum:
-		e.Err = ErrLockLost
+		reason = ErrLockLost
 	case r.ok:
 		return nil
 	default:
-		e.Err = ErrNoQuorum
+		reason = ErrNoQuorum
 	}
-	return e
+	return &OpError{Op: "release", Key: l.key, Quorum: l.c.quorum, Rounds: 1, Nodes: r.results, Err: reason}
 }
 
 // A watchdog extends a lock in the background.
@@ -354,15 +347,5 @@ func (l *Lock) keepAlive(w *watchdog, limit int) {
 			l.c.log.Info("redlock: automatic extension stopped", "key", l.key, "err", err)
 			return
 		}
-	}
-}
-
-// sleepUntilDone waits until done is closed or deadline passes.
-func sleepUntilDone(done <-chan struct{}, deadline time.Time) {
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
 	}
 }

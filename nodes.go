@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -58,7 +59,7 @@ func (c *Client) States() []NodeState {
 // it, its clock, and from these whether it is in quarantine. It waits for
 // every node, at most Options.ReleaseTimeout.
 func (c *Client) Probe(ctx context.Context) []NodeState {
-	r := c.send(ctx, c.opts.ReleaseTimeout, 1, probeScript, decodeProbe, []string{markerKey}, nil)
+	r := c.send(ctx, c.opts.ReleaseTimeout, 1, probeScript, decodeProbe, []string{markerKey}, nil, nil)
 	r.drain()
 	r.decide(r.count(OK) == len(c.nodes))
 	c.report(ctx, "probe", "", 1, r)
@@ -89,11 +90,32 @@ func (c *Client) quarantineFor(ttl time.Duration) time.Duration {
 	return max(c.opts.Quarantine, time.Duration(c.learned.Load()), ttl)
 }
 
+// heardAllAt records that every node answered a round that started at t,
+// with its age and the largest TTL it knows.
+func (c *Client) heardAllAt(t time.Time) {
+	raise(&c.heardAll, int64(t.Sub(c.born))+1) // 0 means never
+}
+
+// lastHeardAll returns the start of the latest round in which every node
+// answered, or the zero time if there has been none.
+func (c *Client) lastHeardAll() time.Time {
+	at := c.heardAll.Load()
+	if at == 0 {
+		return time.Time{}
+	}
+	return c.born.Add(time.Duration(at - 1))
+}
+
 // learn records a TTL that some client used on the nodes.
 func (c *Client) learn(ttl time.Duration) {
+	raise(&c.learned, int64(ttl))
+}
+
+// raise sets a to v if v is larger.
+func raise(a *atomic.Int64, v int64) {
 	for {
-		old := c.learned.Load()
-		if int64(ttl) <= old || c.learned.CompareAndSwap(old, int64(ttl)) {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
 			return
 		}
 	}
@@ -106,6 +128,14 @@ func (c *Client) learn(ttl time.Duration) {
 // every change.
 func (c *Client) heard(ctx context.Context, r *round, quarantine time.Duration) {
 	c.learn(r.maxTTL) // covers the TTL of a grant: every acquire reply reports at least its own TTL
+	if all := r.pending == 0; all {
+		for _, d := range r.decoded {
+			all = all && d.age >= 0
+		}
+		if all {
+			c.heardAllAt(r.start)
+		}
+	}
 	if quarantine == 0 {
 		quarantine = c.quarantineFor(0)
 	}

@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/quorumlock/redlock/driver"
-	"time"
 )
 
 // nameNode is a Node that only has a name. It serves the tests of argument
 // checking, which never reach a node; the algorithm itself is tested
-// against real redis-server processes (internal/conformance).
+// against real redis-server processes (driver/drivertest, run by each
+// adapter).
 type nameNode string
 
 func (n nameNode) Name() string { return string(n) }
@@ -348,7 +351,7 @@ func TestNodeHealthString(t *testing.T) {
 func TestGate(t *testing.T) {
 	c, _ := New(nodes("a"), nil)
 	ctx := context.Background()
-	leave1, err := c.enter(ctx, "k")
+	g1, err := c.enter(ctx, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,9 +360,9 @@ func TestGate(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	entered := make(chan error)
 	go func() {
-		leave, err := c.enter(cctx, "k")
+		g, err := c.enter(cctx, "k")
 		if err == nil {
-			leave()
+			c.leave("k", g)
 		}
 		entered <- err
 	}()
@@ -367,12 +370,12 @@ func TestGate(t *testing.T) {
 	if err != nil {
 		t.Fatal("a different key waits behind the first:", err)
 	}
-	other()
+	c.leave("other key", other)
 	cancel()
 	if err := <-entered; !errors.Is(err, context.Canceled) {
 		t.Fatalf("waiting goroutine: %v", err)
 	}
-	leave1()
+	c.leave("k", g1)
 	// Once everybody has left, the gate is forgotten.
 	c.gmu.Lock()
 	n := len(c.gates)
@@ -380,11 +383,11 @@ func TestGate(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("%d gates left", n)
 	}
-	leave2, err := c.enter(ctx, "k")
+	g2, err := c.enter(ctx, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	leave2()
+	c.leave("k", g2)
 }
 
 func TestHandoff(t *testing.T) {
@@ -450,9 +453,102 @@ func TestCollectHearsEveryoneBeforeTrustingYoungNodes(t *testing.T) {
 	if r := syntheticRound(reply{node: 0, val: young}, reply{node: 1, val: young}, survivor(100)); !r.collect(2, 300*time.Millisecond) {
 		t.Fatal("grants from nodes older than every TTL known were refused")
 	}
+	// A client that heard every node after the young ones started has
+	// the survivor's TTL in its bar already: it trusts their grants
+	// without waiting for the survivor.
+	r = syntheticRound(reply{node: 0, val: young}, reply{node: 1, val: young})
+	r.start, r.heardAll = time.Now(), time.Now().Add(-400*time.Millisecond)
+	if !r.collect(2, 300*time.Millisecond) || r.pending != 1 {
+		t.Fatalf("heard all after the restart: decided %v with %d answers pending", r.results, r.pending)
+	}
+	// One that last heard every node before they restarted does not.
+	r = syntheticRound(reply{node: 0, val: young}, reply{node: 1, val: young}, survivor(1000))
+	r.start, r.heardAll = time.Now(), time.Now().Add(-600*time.Millisecond)
+	if r.collect(2, 300*time.Millisecond) {
+		t.Fatal("a quorum of nodes restarted after the last full hearing was trusted before the survivor's answer")
+	}
 	// Without quarantine the round is decided on the first two answers.
 	r = syntheticRound(reply{node: 0, val: young}, reply{node: 1, val: young})
 	if !r.collect(2, 0) || r.pending != 1 {
 		t.Fatalf("without quarantine: decided %v with %d answers pending", r.results, r.pending)
+	}
+}
+
+// gatedNode answers the scripts as an old, healthy node would, in memory,
+// and logs each call it completes. Its acquire calls wait for gate, if
+// gate is not nil. It serves the tests of the order of requests only.
+type gatedNode struct {
+	name string
+	gate chan struct{}
+	mu   *sync.Mutex
+	log  *[]string
+}
+
+// The replies of gatedNode, made once: the client never changes a reply.
+var (
+	grantedReply  any = []int64{1, 1, int64(2 * time.Hour / time.Millisecond), 1000} // by a node up for 2h
+	releasedReply any = []int64{1, 0}                                                // deleted, nobody woken
+)
+
+func (n gatedNode) Name() string { return n.name }
+func (n gatedNode) Eval(ctx context.Context, s *driver.Script, _, _ []string) (any, error) {
+	v := releasedReply
+	if s == acquireScript {
+		if n.gate != nil {
+			select {
+			case <-n.gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		v = grantedReply
+	}
+	if n.log != nil {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		*n.log = append(*n.log, n.name+" "+s.Name())
+	}
+	return v, nil
+}
+
+func TestReleaseFollowsEachNodesAcquire(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	gate := make(chan struct{})
+	nodes := []Node{
+		gatedNode{name: "a", mu: &mu, log: &log},
+		gatedNode{name: "b", mu: &mu, log: &log},
+		gatedNode{name: "c", mu: &mu, log: &log, gate: gate},
+	}
+	c, err := New(nodes, &Options{DisableQuarantine: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// a and b grant; c's grant is still on its way when the lock is
+	// returned, and when it is released.
+	l, err := c.TryLock(ctx, "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release waited for the slow node or failed: %v", err)
+	}
+	mu.Lock()
+	early := slices.Clone(log)
+	mu.Unlock()
+	if slices.Contains(early, "c release") || len(early) != 4 {
+		t.Fatalf("before c's acquire returned: %q, want a and b acquired and released, nothing sent to c", early)
+	}
+	close(gate)
+	c.Close() // waits for c's acquire and the release behind it
+	var got []string
+	for _, e := range log {
+		if strings.HasPrefix(e, "c ") {
+			got = append(got, e)
+		}
+	}
+	if !slices.Equal(got, []string{"c acquire", "c release"}) {
+		t.Fatalf("c saw %q, want its acquire, then its release", got)
 	}
 }

@@ -31,9 +31,11 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, n i
 	// Step 2: SET key token NX PX ttl on all nodes at once, each request
 	// bounded by the node timeout. The script also returns the node's fence
 	// and what the quarantine needs: its age and the largest TTL it knows.
+	heardAll := c.lastHeardAll()
 	r := c.send(ctx, c.nodeTimeout(ttl), 1, acquireScript, decodeAcquire,
 		[]string{key, fencePrefix + key, markerKey},
-		[]string{token, msString(ttl), msString(q), msString(c.fenceTTL(ttl))})
+		[]string{token, msString(ttl), msString(q), msString(c.fenceTTL(ttl))}, nil)
+	r.heardAll = heardAll
 
 	// Step 3: a quorum of grants from nodes out of quarantine, with
 	// validity left: ttl − elapsed − drift > 0.
@@ -49,7 +51,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, n i
 	var clean *round
 	if valid {
 		l = &Lock{c: c, key: key, token: token, ttl: ttl, fence: r.fence,
-			start: r.start, until: until, settled: r.done, settledBy: r.deadline}
+			start: r.start, until: until, acq: r}
 	} else {
 		// Step 5: a failed round is undone on every node.
 		clean = c.cleanUp(ctx, key, token, r)
@@ -86,7 +88,7 @@ func validUntil(start time.Time, ttl, drift time.Duration) time.Time {
 // short by the cancellation of ctx.
 func (c *Client) cleanUp(ctx context.Context, key, token string, acq *round) *round {
 	acq.drain()
-	r := c.releaseRound(ctx, key, token, acq.fence, c.fenceTTL(0), true)
+	r := c.releaseRound(ctx, nil, key, token, acq.fence, c.fenceTTL(0), true)
 	reached := r.count(OK) + r.count(Absent) + r.count(Taken)
 	r.decide(reached == len(c.nodes))
 	if reached < len(c.nodes) {
@@ -102,7 +104,7 @@ func (c *Client) cleanUp(ctx context.Context, key, token string, acq *round) *ro
 // lock's validity.
 func (c *Client) extendRound(ctx context.Context, key, token string, ttl, timeout time.Duration) (*round, bool) {
 	r := c.send(ctx, timeout, 1, extendScript, decodeStatus,
-		[]string{key, markerKey}, []string{token, msString(ttl)})
+		[]string{key, markerKey}, []string{token, msString(ttl)}, nil)
 	if r.collect(c.quorum, 0) {
 		return r, true
 	}
@@ -116,14 +118,20 @@ func (c *Client) extendRound(ctx context.Context, key, token string, ttl, timeou
 // its last use, is tried once more: a key that a release misses blocks
 // others until it expires.
 //
+// A release must not overtake its own acquisition on a node, or the grant
+// would land after it and stay. So with acq, the round that obtained the
+// lock, each node's release is sent only once that node's acquire request
+// has returned (see send). The nodes that answered first, usually the
+// quorum, are released at once.
+//
 // With all, it waits for every answer; otherwise it returns as soon as a
 // quorum has confirmed, and the other requests go on in the background
 // (within the same bound), so that a hung node does not hold up every
 // Release.
-func (c *Client) releaseRound(ctx context.Context, key, token string, fence int64, fenceTTL time.Duration, all bool) *round {
+func (c *Client) releaseRound(ctx context.Context, acq *round, key, token string, fence int64, fenceTTL time.Duration, all bool) *round {
 	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, releaseScript, decodeRelease,
 		[]string{key, fencePrefix + key},
-		[]string{token, strconv.FormatInt(fence, 10), msString(fenceTTL)})
+		[]string{token, strconv.FormatInt(fence, 10), msString(fenceTTL)}, acq)
 	if all || !r.collect(c.quorum, 0) {
 		r.drain()
 	}
@@ -137,15 +145,15 @@ type round struct {
 	ctx      context.Context // the requests' context: ends at the deadline
 	expired  <-chan struct{} // ctx.Done(): closed at the deadline, or earlier if the caller's context ends
 	replies  chan reply      // buffered: senders never block
-	done     chan struct{}   // closed when every request has returned
 	running  atomic.Int32    // requests that have not returned
-	cancel   func()          // ends ctx; called with done
+	cancel   func()          // ends ctx; called when every request has returned
 	decode   func(any) decoded
 
 	script     *driver.Script
 	keys, args []string
 	reqs       []request // each node's request, for the nodes' lanes
 	flying     *flight   // the client's requests in flight
+	c          *Client   // whose nodes the round is sent to
 
 	results []NodeResult  // filled in as the answers are collected
 	decoded []decoded     // each node's decoded answer; age -1 until known
@@ -153,6 +161,10 @@ type round struct {
 	maxTTL  time.Duration // acquire, probe: the largest TTL any node reported
 	fence   int64         // acquire: the largest fence granted
 	woke    int64         // release: how many waiters the nodes told
+
+	// acquire: the start of the client's latest earlier round in which
+	// every node answered; zero if none.
+	heardAll time.Time
 
 	// Set by decide, for the Observer.
 	ok      bool
@@ -175,15 +187,20 @@ type reply struct {
 // times in all; only idempotent scripts may be tried more than once. The
 // answers are decoded with decode.
 //
+// With after, a round sent earlier to the same nodes, each node's request
+// waits until that node's request of after has returned, or until after's
+// deadline if a node ignores its context.
+//
 // A node that is a driver.Batcher gets its request through its lane,
 // batched with the requests of other rounds; any other node gets a
-// goroutine that calls Eval.
-func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, script *driver.Script, decode func(any) decoded, keys, args []string) *round {
+// goroutine that calls Eval. With a single node there is nothing to send
+// in parallel: the request is sent from the caller's goroutine, unless
+// the node's lane is busy and the request can join its next batch.
+func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, script *driver.Script, decode func(any) decoded, keys, args []string, after *round) *round {
 	n := len(c.nodes)
 	r := &round{
 		start:   time.Now(),
 		replies: make(chan reply, n),
-		done:    make(chan struct{}),
 		decode:  decode,
 		script:  script,
 		keys:    keys,
@@ -193,6 +210,7 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 		decoded: make([]decoded, n),
 		pending: n,
 		observe: c.obs != nil,
+		c:       c,
 	}
 	// All requests start together, so one deadline serves as the timeout
 	// of each; it is released when the last request returns. Collecting
@@ -204,33 +222,49 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 	r.running.Store(int32(n))
 	r.flying = &c.flying
 	c.flying.add(n)
+	waiting := false // a request waits behind one of after
 	for i, node := range c.nodes {
 		r.results[i].Node = node.Name()
 		r.decoded[i].age = -1
 		q := &r.reqs[i]
 		q.r, q.node, q.tries = r, i, tries
-		if c.lanes[i] == nil {
-			go func() {
-				v, err := node.Eval(r.ctx, script, keys, args)
-				for ; err != nil && q.tries > 1 && r.ctx.Err() == nil; q.tries-- {
-					v, err = node.Eval(r.ctx, script, keys, args)
-					q.retry = true
-				}
-				r.deliver(q, v, err)
-			}()
+		if after != nil && after.reqs[i].then(q) {
+			waiting = true
 			continue
 		}
-		c.lanes[i].submit(q)
+		ln := c.lanes[i]
+		switch {
+		case n == 1 && ln == nil:
+			q.run(node)
+		case n == 1 && ln.claim():
+			q.run(node)
+			ln.unclaim()
+		default:
+			q.dispatch()
+		}
+	}
+	if waiting {
+		time.AfterFunc(time.Until(after.deadline), func() {
+			for i := range after.reqs {
+				if q := after.reqs[i].next.Swap(nil); q != nil {
+					q.dispatch()
+				}
+			}
+		})
 	}
 	return r
 }
 
-// deliver hands the answer to request q to the round's collector.
+// deliver hands the answer to request q to the round's collector, and
+// sends the request that waits for q to return, if there is one.
 func (r *round) deliver(q *request, v any, err error) {
 	r.replies <- reply{node: q.node, val: v, err: err, latency: time.Since(r.start), retried: q.retry}
 	if r.running.Add(-1) == 0 {
 		r.cancel()
-		close(r.done)
+	}
+	q.returned.Store(true)
+	if next := q.next.Swap(nil); next != nil {
+		next.dispatch()
 	}
 	r.flying.done()
 }
@@ -241,17 +275,21 @@ func (r *round) deliver(q *request, v any, err error) {
 //
 // With quarantine > 0, a grant counts only from a node whose process has
 // run for at least the quarantine, or for the largest TTL any node of the
-// round reports if that is longer; other grants become Quarantined. What
-// the bar should be is learned from the answers, so a quorum that leans on
-// a young node (one that started less than youngHorizon ago, as after a
-// restart) is not trusted before every node has answered or the deadline
-// has passed: the node that knows of a long lock may be the slowest.
+// round reports if that is longer; other grants become Quarantined. The
+// bar comes from what the client has heard, and a node that restarted
+// knows nothing of the locks granted before: only the other nodes do. So a
+// quorum that leans on a young node (one that started less than
+// youngHorizon ago) is trusted at once only if the client heard every node
+// after that node started (r.heardAll), which put every TTL recorded
+// before its restart into the bar; otherwise the round waits for every
+// answer or the deadline, since the node that knows of a long lock may be
+// the slowest.
 func (r *round) collect(quorum int, quarantine time.Duration) bool {
 	for r.pending > 0 {
 		if !r.next() {
 			return r.granted(quorum, quarantine)
 		}
-		if r.granted(quorum, quarantine) && (quarantine == 0 || !r.leansOnYoung(max(youngHorizon, quarantine))) {
+		if r.granted(quorum, quarantine) && (quarantine == 0 || !r.leansOnUnheard(max(youngHorizon, quarantine))) {
 			return true
 		}
 		answered := len(r.results) - r.pending
@@ -262,8 +300,8 @@ func (r *round) collect(quorum int, quarantine time.Duration) bool {
 	return r.granted(quorum, quarantine)
 }
 
-// youngHorizon is the age under which a node's vote waits for the other
-// nodes' answers (see collect).
+// youngHorizon is the age under which a node's grant is counted only after
+// the client has heard every node since the node started (see collect).
 const youngHorizon = time.Hour
 
 // granted applies the quarantine to the answers so far and reports
@@ -275,11 +313,19 @@ func (r *round) granted(quorum int, quarantine time.Duration) bool {
 	return r.count(OK) >= quorum
 }
 
-// leansOnYoung reports whether a grant came from a node younger than
-// horizon.
-func (r *round) leansOnYoung(horizon time.Duration) bool {
+// leansOnUnheard reports whether a grant came from a node younger than
+// horizon that may have started after the client last heard every node.
+func (r *round) leansOnUnheard(horizon time.Duration) bool {
 	for i, res := range r.results {
-		if res.Outcome == OK && r.decoded[i].age < horizon {
+		age := r.decoded[i].age
+		if res.Outcome != OK || age >= horizon {
+			continue
+		}
+		// The node read its clock between the round's start and its
+		// answer, and reports its age cut to the millisecond: it started
+		// no later than this.
+		started := r.start.Add(res.Latency - age + time.Millisecond)
+		if r.heardAll.IsZero() || !r.heardAll.After(started) {
 			return true
 		}
 	}

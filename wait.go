@@ -56,7 +56,7 @@ type waiter struct {
 	queue bool // wait behind the Client's other goroutines (Lock, not TryLock)
 	begin time.Time
 
-	leave  func()          // leaves the key's gate; nil until entered
+	gate   *gate           // the key's gate, once entered
 	wake   <-chan struct{} // the key's release announcements; nil if none
 	cancel func()          // ends the subscription
 }
@@ -77,11 +77,11 @@ func (w *waiter) wait(ctx context.Context, round int) error {
 		if !w.queue {
 			return ctx.Err()
 		}
-		leave, err := c.enter(ctx, w.key)
+		g, err := c.enter(ctx, w.key)
 		if err != nil {
 			return err
 		}
-		w.leave = leave
+		w.gate = g
 		return sleep(ctx, c.handoffWait(w.key))
 	case 2:
 		sctx, cancel := context.WithCancel(ctx)
@@ -107,8 +107,8 @@ func (w *waiter) stop() {
 	if w.cancel != nil {
 		w.cancel()
 	}
-	if w.leave != nil {
-		w.leave()
+	if w.gate != nil {
+		w.c.leave(w.key, w.gate)
 	}
 }
 
@@ -224,8 +224,8 @@ type gate struct {
 	waiters int           // goroutines holding or waiting for the gate; guarded by Client.gmu
 }
 
-// enter waits for the gate of key; it returns a function that leaves it.
-func (c *Client) enter(ctx context.Context, key string) (func(), error) {
+// enter waits for the gate of key, and returns it; leave it with leave.
+func (c *Client) enter(ctx context.Context, key string) (*gate, error) {
 	c.gmu.Lock()
 	g := c.gates[key]
 	if g == nil {
@@ -234,19 +234,28 @@ func (c *Client) enter(ctx context.Context, key string) (func(), error) {
 	}
 	g.waiters++
 	c.gmu.Unlock()
-	forget := func() {
-		c.gmu.Lock()
-		defer c.gmu.Unlock()
-		if g.waiters--; g.waiters == 0 {
-			delete(c.gates, key)
-		}
-	}
 	select {
 	case g.sem <- struct{}{}:
-		return func() { <-g.sem; forget() }, nil
+		return g, nil
 	case <-ctx.Done():
-		forget()
+		c.forget(key, g)
 		return nil, ctx.Err()
+	}
+}
+
+// leave leaves the gate g of key that enter returned.
+func (c *Client) leave(key string, g *gate) {
+	<-g.sem
+	c.forget(key, g)
+}
+
+// forget drops a goroutine from g's count, and g once nobody holds it or
+// waits for it.
+func (c *Client) forget(key string, g *gate) {
+	c.gmu.Lock()
+	defer c.gmu.Unlock()
+	if g.waiters--; g.waiters == 0 {
+		delete(c.gates, key)
 	}
 }
 

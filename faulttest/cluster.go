@@ -388,6 +388,7 @@ type Client struct {
 	mu     sync.Mutex
 	tokens []string               // the rounds of the current call, in order
 	rounds map[string]*roundTrace // by token
+	past   map[string]bool        // the tokens of earlier calls' rounds
 }
 
 // A roundTrace is what a client's nodes saw of one acquisition round.
@@ -399,7 +400,7 @@ type roundTrace struct {
 // NewClient makes a client with its own links to every node, with opts.
 func (c *Cluster) NewClient(name string, opts redlock.Options) *Client {
 	c.t.Helper()
-	cl := &Client{Name: name, c: c, Rate: 1, rounds: make(map[string]*roundTrace)}
+	cl := &Client{Name: name, c: c, Rate: 1, rounds: make(map[string]*roundTrace), past: make(map[string]bool)}
 	nodes := make([]redlock.Node, c.N())
 	for i, s := range c.servers {
 		p, err := redistest.NewProxy(s)
@@ -597,11 +598,15 @@ func timedOut(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, os.ErrDeadlineExceeded)
 }
 
+// noteRound notes that a request of the round with token was sent. A
+// round of an earlier call is not the current call's: its request to a
+// slow node may go out after the call returned, while the round's
+// deadline has not passed.
 func (cl *Client) noteRound(token string) {
 	now := cl.c.H.Now()
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	if _, seen := cl.rounds[token]; !seen {
+	if _, seen := cl.rounds[token]; !seen && !cl.past[token] {
 		cl.rounds[token] = &roundTrace{first: now, settled: make([]bool, len(cl.nodes))}
 		cl.tokens = append(cl.tokens, token)
 	}
@@ -621,6 +626,9 @@ func (cl *Client) takeRounds() ([]string, map[string]*roundTrace) {
 	defer cl.mu.Unlock()
 	tokens, rounds := cl.tokens, cl.rounds
 	cl.tokens, cl.rounds = nil, make(map[string]*roundTrace)
+	for _, t := range tokens {
+		cl.past[t] = true
+	}
 	return tokens, rounds
 }
 

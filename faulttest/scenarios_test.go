@@ -19,6 +19,7 @@ var scenarios = []scenario{
 	{name: "minority-sigkill-delayed-restart", nodes: 5, clients: 4, fault: "SIGKILL 2 of 5, restart empty after 3 TTLs; quarantine on", body: minorityKill},
 	{name: "canary-restart-no-quarantine", nodes: 3, clients: 2, fault: "SIGKILL 2 of 3 under a held lock, restart empty at once; quarantine off", canary: []Kind{Overlap}, body: func(r *run) { restartUnderLock(r, false) }},
 	{name: "restart-with-quarantine", nodes: 3, clients: 2, fault: "as the canary, quarantine on", body: func(r *run) { restartUnderLock(r, true) }},
+	{name: "restart-after-full-hearing", nodes: 3, clients: 2, fault: "b has heard every node; then SIGKILL 2 of 3 under a's longer lock, restart empty; quarantine on", body: restartAfterFullHearing},
 	{name: "restart-persistent", nodes: 3, clients: 2, fault: "SIGKILL 2 of 3 under a held lock, restart at once from an fsync-always AOF; quarantine off", persist: true, body: restartPersistent},
 	{name: "restart-late-in-second", nodes: 3, clients: 2, fault: "SIGKILL 2 of 3 under a held lock, restart empty just before a wall-clock second ends; quarantine on", body: uptimeRounding},
 	{name: "sigstop-one", nodes: 3, clients: 3, fault: "SIGSTOP 1 of 3 for a third of the run (1.5s), ReleaseTimeout 100ms", body: func(r *run) { sigstop(r, 1) }},
@@ -143,6 +144,57 @@ func restartUnderLock(r *run, quarantine bool) {
 				break
 			}
 			time.Sleep(5 * time.Millisecond)
+		}
+		r.note("b in %v after the restart, a's lock ended %v after it", got.Round(time.Millisecond), ha.ClaimedUntil().Sub(restarted).Round(time.Millisecond))
+		// Let the lock end and the restarted nodes age past a's TTL.
+		time.Sleep(time.Until(ha.ClaimedUntil()) + ttlA)
+	}
+}
+
+// restartAfterFullHearing covers the client's shortcut for young nodes: a
+// client that has heard every node since a node started counts that
+// node's grant without waiting for the others. b first makes rounds in
+// which every node answers, so it trusts the young nodes from then on.
+// Then a takes a lock ten times longer than b's on all three nodes, two of
+// them restart empty, and once they are older than b's TTL b tries all
+// through a's validity, its requests to the third node delayed so that
+// the restarted nodes always answer first. Their grants must not count
+// before the third node, which knows a's TTL, has answered: b gets the
+// lock only after a's ends. (Counting them, as a client would that took
+// its last full hearing for one after the restart, hands the lock out
+// twice at b's first try.)
+func restartAfterFullHearing(r *run) {
+	const ttlA, ttlB = 2 * time.Second, 200 * time.Millisecond
+	r.aged(ttlB)
+	a := r.client("a", true, redlock.Options{})
+	b := r.client("b", true, redlock.Options{NodeTimeout: 60 * time.Millisecond})
+	ctx := context.Background()
+	for range pick(1, 3) {
+		for range 3 {
+			hb := mustLock(r, b, ttlB)
+			hb.Release(ctx)
+		}
+		ha := lockEverywhere(r, a, ttlA, nil)
+		for i := range 2 {
+			r.c.Kill(i)
+			r.c.Restart(i)
+		}
+		restarted := time.Now()
+		b.SetLatency(2, 20*time.Millisecond)
+		time.Sleep(ttlB + 50*time.Millisecond)
+		var got time.Duration
+		for got == 0 && time.Since(restarted) < 2*ttlA {
+			hb, err := b.TryLock(ctx, "ft:lock", ttlB)
+			if err == nil {
+				got = time.Since(restarted)
+				hb.Release(ctx)
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		b.SetLatency(2, 0)
+		if got == 0 {
+			r.Error("b never obtained the lock after a's ended")
 		}
 		r.note("b in %v after the restart, a's lock ended %v after it", got.Round(time.Millisecond), ha.ClaimedUntil().Sub(restarted).Round(time.Millisecond))
 		// Let the lock end and the restarted nodes age past a's TTL.

@@ -39,8 +39,15 @@ if quarantine > 0 and age < maxttl then
 	return {-1, maxttl - age, age, maxttl}
 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-	local fence = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, now)
-	redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[4])
+	-- One call writes the clock and reads the old counter. Only when the
+	-- counter was not behind the clock (a clock that stepped back, or two
+	-- grants within a microsecond) is counter + 1 written over it.
+	local fence = now
+	local old = tonumber(redis.call('SET', KEYS[2], string.format('%d', now), 'PX', ARGV[4], 'GET'))
+	if old and old >= now then
+		fence = old + 1
+		redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[4])
+	end
 	return {1, fence, age, maxttl}
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
