@@ -11,9 +11,11 @@
 // # Libraries
 //
 //   - redlock/go-redis and redlock/rueidis: this module's client through
-//     each adapter (goredisnode.Dial, rueidisnode.Dial), with
-//     Options.DisableQuarantine set, since the servers are fresh and would
-//     otherwise stay out of every quorum for one TTL (restart quarantine).
+//     each adapter (goredisnode.Dial, rueidisnode.Dial), with its default
+//     options, restart quarantine included. A node younger than the TTL
+//     does not vote, so lockbench lets its fresh servers age past the TTL
+//     before the first cell, as the nodes of a deployment a few minutes
+//     old have; -quarantine=false sets Options.DisableQuarantine instead.
 //   - redsync: github.com/go-redsync/redsync/v4 over one go-redis v9 client
 //     (pool) per node, with default client options. Each goroutine makes a
 //     Mutex per key once and reuses it.
@@ -33,18 +35,19 @@
 // the library's equivalents), with the library's default settings.
 //
 // W2 is contended: G contenders, each with a client of its own as separate
-// processes would have, lock and unlock one key. A contender waits for the
-// lock with the library's retry behaviour, either as shipped (RetryDefault)
-// or with a low retry delay (RetryTuned); when the library gives up
-// (redsync after its 32 tries, bsm/redislock at once since it does not
-// retry by default) the contender counts a give-up and tries again. Under
-// the lock it reads a shared counter, yields (runtime.Gosched) and writes
-// the value plus one back, so two holders at once lose an update; lost
-// updates are the acquisitions less the counter. It also notes which
-// contender held the lock before, which gives the share of acquisitions
-// that went to another contender than the previous holder (handoff share),
-// those acquisitions per second (cross/s) and the busiest contender's
-// share of all acquisitions.
+// processes would have, lock and unlock one key. W2s is the same with one
+// client shared by the contenders, as goroutines of one process share it. A
+// contender waits for the lock with the library's retry behaviour, either as
+// shipped (RetryDefault) or with a low retry delay (RetryTuned); when the
+// library gives up (redsync after its 32 tries, bsm/redislock at once since
+// it does not retry by default) the contender counts a give-up and tries
+// again. Under the lock it reads a shared counter, yields (runtime.Gosched)
+// and writes the value plus one back, so two holders at once lose an update;
+// lost updates are the acquisitions less the counter. It also notes which
+// contender held the lock before, which gives the share of acquisitions that
+// went to another contender than the previous holder (handoff share), those
+// acquisitions per second (cross/s) and the busiest contender's share of all
+// acquisitions.
 //
 // # Measurement
 //

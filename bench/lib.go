@@ -70,6 +70,7 @@ type settings struct {
 	retry      Retry
 	tunedDelay time.Duration
 	ttl        time.Duration
+	quarantine bool // redlock: restart quarantine on (the default)
 }
 
 // A client is one library's client for a set of nodes, as one process
@@ -130,8 +131,8 @@ type redlockClient struct {
 }
 
 // openRedlock opens this module's client through the adapter lib names,
-// with the restart quarantine off: the servers are fresh, and would
-// otherwise not vote for one TTL.
+// with the default options, or with the restart quarantine off if s says
+// so. With it on, the servers must be older than the TTL to vote.
 func openRedlock(lib string, addrs []string, s settings) (*redlockClient, error) {
 	rc := &redlockClient{ttl: s.ttl}
 	nodes := make([]redlock.Node, 0, len(addrs))
@@ -161,7 +162,7 @@ func openRedlock(lib string, addrs []string, s settings) (*redlockClient, error)
 		}
 		nodes = append(nodes, n)
 	}
-	opts := &redlock.Options{DisableQuarantine: true}
+	opts := &redlock.Options{DisableQuarantine: !s.quarantine}
 	if s.retry == RetryTuned {
 		opts.RetryDelay = s.tunedDelay
 	}

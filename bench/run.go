@@ -21,7 +21,13 @@ const (
 	// W2 is contended: G contenders, each with a client of its own, lock
 	// and unlock one key.
 	W2 = "W2"
+	// W2Shared is W2 with one client shared by the G contenders, as
+	// goroutines of one process would share it.
+	W2Shared = "W2s"
 )
+
+// contended reports whether w is W2 or W2Shared.
+func contended(w string) bool { return w == W2 || w == W2Shared }
 
 // keysPerWorker is how many keys each W1 goroutine cycles through.
 const keysPerWorker = 8
@@ -53,6 +59,10 @@ type Config struct {
 	TunedDelay time.Duration
 	// TTL is the time to live of every lock.
 	TTL time.Duration
+	// Quarantine runs redlock with its restart quarantine on, as shipped;
+	// false sets Options.DisableQuarantine. With it on, the servers must
+	// have run for longer than TTL before Run, or no node votes.
+	Quarantine bool
 	// Progress, if not nil, receives a line for each library in each cell
 	// as it completes.
 	Progress io.Writer
@@ -63,7 +73,7 @@ func DefaultConfig() Config {
 	return Config{
 		Duration:   5 * time.Second,
 		Reps:       5,
-		Workloads:  []string{W1, W2},
+		Workloads:  []string{W1, W2, W2Shared},
 		Libraries:  Libraries(),
 		Nodes:      []int{1, 3, 5},
 		Goroutines: []int{1, 16, 64},
@@ -71,6 +81,7 @@ func DefaultConfig() Config {
 		Retries:    []Retry{RetryDefault, RetryTuned},
 		TunedDelay: time.Millisecond,
 		TTL:        10 * time.Second,
+		Quarantine: true,
 	}
 }
 
@@ -81,7 +92,7 @@ func (cfg *Config) validate() error {
 		errs = append(errs, errors.New("duration and reps must be positive"))
 	}
 	for _, w := range cfg.Workloads {
-		if w != W1 && w != W2 {
+		if w != W1 && !contended(w) {
 			errs = append(errs, fmt.Errorf("unknown workload %q", w))
 		}
 	}
@@ -100,7 +111,7 @@ func (cfg *Config) validate() error {
 			errs = append(errs, fmt.Errorf("bad number of goroutines %d", g))
 		}
 	}
-	if slices.Contains(cfg.Workloads, W2) && cfg.Contenders < 1 {
+	if slices.ContainsFunc(cfg.Workloads, contended) && cfg.Contenders < 1 {
 		errs = append(errs, fmt.Errorf("bad number of contenders %d", cfg.Contenders))
 	}
 	if cfg.TunedDelay <= 0 || cfg.TTL <= 0 {
@@ -114,13 +125,13 @@ type Cell struct {
 	Workload string
 	N        int   // nodes
 	G        int   // goroutines (W1) or contenders (W2)
-	Retry    Retry // W2 only
+	Retry    Retry // W2 and W2Shared only
 }
 
 // String names the cell, as in "W1 N=5 G=64" or "W2 N=5 G=16 tuned".
 func (c Cell) String() string {
 	s := fmt.Sprintf("%s N=%d G=%d", c.Workload, c.N, c.G)
-	if c.Workload == W2 {
+	if contended(c.Workload) {
 		s += " " + c.Retry.String()
 	}
 	return s
@@ -143,7 +154,7 @@ func (cfg *Config) cells() []Cell {
 				continue
 			}
 			for _, r := range cfg.Retries {
-				cells = append(cells, Cell{Workload: W2, N: n, G: cfg.Contenders, Retry: r})
+				cells = append(cells, Cell{Workload: w, N: n, G: cfg.Contenders, Retry: r})
 			}
 		}
 	}
@@ -218,7 +229,7 @@ type libRun struct {
 // slice by slice, and returns a row for each.
 func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 	addrs := cfg.Addrs[:c.N]
-	s := settings{retry: c.Retry, tunedDelay: cfg.TunedDelay, ttl: cfg.TTL}
+	s := settings{retry: c.Retry, tunedDelay: cfg.TunedDelay, ttl: cfg.TTL, quarantine: cfg.Quarantine}
 	var (
 		runs []*libRun
 		rows []Row
@@ -273,6 +284,7 @@ func newLibRun(ctx context.Context, lib string, c Cell, addrs []string, s settin
 	if c.Workload == W2 {
 		nclients = c.G // each contender has a client of its own, as a process would
 	}
+	// W2Shared: one client for all, as goroutines of one process.
 	for range nclients {
 		cl, err := open(lib, addrs, s)
 		if err != nil {
@@ -407,7 +419,7 @@ func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 	lr.elapsed += elapsed
 	lr.mallocs += m1.Mallocs - m0.Mallocs
 	lr.bytes += m1.TotalAlloc - m0.TotalAlloc
-	if lr.cell.Workload == W2 {
+	if contended(lr.cell.Workload) {
 		acquired := sh.acquired.Load()
 		lr.acquired += acquired
 		if acquired > 0 {
@@ -520,7 +532,7 @@ func (lr *libRun) row() Row {
 		r.AllocsPerOp = float64(lr.mallocs) / float64(r.Ops)
 		r.BytesPerOp = float64(lr.bytes) / float64(r.Ops)
 	}
-	if lr.cell.Workload == W2 {
+	if contended(lr.cell.Workload) {
 		r.Acquisitions = lr.acquired
 		r.Cross = lr.cross
 		r.LostUpdates = lr.lost

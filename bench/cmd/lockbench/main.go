@@ -28,6 +28,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/quorumlock/redlock/bench"
 	"github.com/quorumlock/redlock/redistest"
@@ -52,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
 		duration   = fs.Duration("duration", def.Duration, "measured time of each library in each cell, split into -reps interleaved slices")
 		reps       = fs.Int("reps", def.Reps, "number of interleaved slices per cell")
-		workloads  = fs.String("workloads", strings.Join(def.Workloads, ","), "workloads to run: W1, W2")
+		workloads  = fs.String("workloads", strings.Join(def.Workloads, ","), "workloads to run: W1, W2 (a client per contender), W2s (one client shared)")
 		libs       = fs.String("libs", strings.Join(def.Libraries, ","), "libraries to compare, comma-separated: "+strings.Join(bench.Libraries(), ", "))
 		nodes      = fs.String("n", ints(def.Nodes), "numbers of nodes, N")
 		goroutines = fs.String("g", ints(def.Goroutines), "numbers of goroutines of W1, G")
@@ -60,6 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		retries    = fs.String("retry", "default,tuned", "retry settings of W2: default, tuned")
 		tuned      = fs.Duration("tuned-delay", def.TunedDelay, "retry delay of the tuned setting")
 		ttl        = fs.Duration("ttl", def.TTL, "time to live of every lock")
+		quarantine = fs.Bool("quarantine", def.Quarantine, "run redlock with its restart quarantine on, as shipped (the fresh servers are first left to age past -ttl); false sets Options.DisableQuarantine")
 		out        = fs.String("out", "", "file to write the report into, between the lockbench markers (e.g. ../BENCHMARKS.md)")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the measured run to this file")
 		memprofile = fs.String("memprofile", "", "write an allocation profile of the run to this file")
@@ -75,6 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	cfg := def
 	cfg.Duration, cfg.Reps, cfg.Contenders, cfg.TunedDelay, cfg.TTL = *duration, *reps, *contenders, *tuned, *ttl
+	cfg.Quarantine = *quarantine
 	cfg.Workloads = list(*workloads)
 	cfg.Libraries = list(*libs)
 	var err error
@@ -119,6 +122,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, "lockbench: %d redis-server processes on %s\n", len(servers), strings.Join(cfg.Addrs, ", "))
+	}
+	if cfg.Quarantine {
+		// A node younger than the TTL stays out of every quorum (restart
+		// quarantine): fresh servers must first age past it, as those of
+		// a deployment minutes old have.
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "lockbench: waiting %v for the fresh servers to age past the TTL (restart quarantine is on)\n", cfg.TTL)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(cfg.TTL + 100*time.Millisecond):
+		}
 	}
 
 	if *memprofile != "" && *memrate > 0 {

@@ -23,12 +23,14 @@ func TestCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr strings.Builder
-	args := []string{"-duration", "20ms", "-reps", "1", "-n", "1,3", "-g", "2", "-contenders", "2", "-retry", "tuned", "-out", out}
+	args := []string{"-duration", "20ms", "-reps", "1", "-n", "1,3", "-g", "2", "-contenders", "2", "-retry", "tuned", "-ttl", "1s", "-out", out}
 	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "W2 N=3 G=2 tuned") {
-		t.Errorf("no progress line for W2 N=3:\n%s", stderr.String())
+	for _, want := range []string{"W2 N=3 G=2 tuned", "W2s N=3 G=2 tuned", "age past the TTL"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("no progress line %q:\n%s", want, stderr.String())
+		}
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {

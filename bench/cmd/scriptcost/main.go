@@ -1,0 +1,225 @@
+// Command scriptcost measures what redlock's scripts cost a redis-server,
+// beside what redsync sends: the usec_per_call of INFO commandstats, after
+// CONFIG RESETSTAT, over many calls pipelined to a redis-server it starts
+// (or to -addr). Every acquire takes a fresh key, as an uncontended lock
+// does, with the quarantine argument 0 (a server started for the run is
+// younger than any TTL, and would refuse): the script still reads the
+// clock and the node's marker, so it costs what it costs on an old node.
+// Release and extend run on keys an unmeasured acquire just took.
+//
+//	cd bench && go run ./cmd/scriptcost -n 100000 -reps 5
+//
+// It prints a Markdown table: µs per call of each repetition, and the
+// commands the script ran inside, with their µs per call and calls per
+// script.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+const token = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" // 32 characters, as redlock's tokens
+
+// A variant is one command measured.
+type variant struct {
+	name   string
+	script string // Lua source; "" for a plain SET NX PX
+	setup  bool   // acquire the keys first (not measured)
+	keys   func(k string) []string
+	args   []any
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "scriptcost:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	addr := flag.String("addr", "", `a redis-server to measure on, "host:port"; it is flushed. Default: start one`)
+	n := flag.Int("n", 100000, "calls per measurement")
+	reps := flag.Int("reps", 3, "repetitions of each measurement")
+	pipe := flag.Int("pipe", 200, "commands per pipeline")
+	flag.Parse()
+	if *addr == "" {
+		s, err := redistest.New(redistest.Config{})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		*addr = s.Addr()
+	}
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: *addr})
+	defer c.Close()
+
+	src := map[string]string{}
+	for _, s := range redlock.Scripts() {
+		src[s.Name()] = s.Source()
+	}
+	lock := func(k string) []string { return []string{k, "redlock:fence:" + k, "redlock:node"} }
+	fenced := func(k string) []string { return []string{k, "redlock:fence:" + k} }
+	one := func(k string) []string { return []string{k} }
+	vs := []variant{
+		{name: "SET NX PX (plain command; redsync's acquire)", keys: one},
+		{name: "a script that only does SET NX PX", script: "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])", keys: one, args: []any{token, "10000"}},
+		{name: "redlock acquire", script: src["acquire"], keys: lock, args: []any{token, "10000", "0", "100000"}},
+		{name: "redlock extend", script: src["extend"], setup: true, keys: func(k string) []string { return []string{k, "redlock:node"} }, args: []any{token, "10000"}},
+		{name: "redlock release (fence = the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "0", "100000"}},
+		{name: "redlock release (fence above the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "9000000000000000", "100000"}},
+		{name: "compare-and-delete (redsync's release)", script: `local v = redis.call("GET", KEYS[1])
+if v == ARGV[1] then return redis.call("DEL", KEYS[1]) elseif v == false then return -1 else return 0 end`, setup: true, keys: one, args: []any{token}},
+	}
+	m := measurer{c: c, n: *n, pipe: *pipe, acquire: src["acquire"]}
+	fmt.Printf("| command | µs per call (%d × %d calls) | inside: µs per call × calls |\n|---|---|---|\n", *reps, *n)
+	for _, v := range vs {
+		var per []string
+		var inner string
+		for rep := range *reps {
+			us, in, err := m.measure(ctx, v, rep)
+			if err != nil {
+				return fmt.Errorf("%s: %w", v.name, err)
+			}
+			per = append(per, fmt.Sprintf("%.2f", us))
+			inner = in
+		}
+		fmt.Printf("| %s | %s | %s |\n", v.name, strings.Join(per, ", "), inner)
+	}
+	return nil
+}
+
+type measurer struct {
+	c       *redis.Client
+	n, pipe int
+	acquire string
+}
+
+// measure runs v n times on a flushed server and returns the µs per call
+// of its command and a summary of the commands it ran inside.
+func (m *measurer) measure(ctx context.Context, v variant, rep int) (float64, string, error) {
+	c := m.c
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		return 0, "", err
+	}
+	key := func(i int) string { return fmt.Sprintf("cost:%d:%d", rep, i) }
+	acq, err := c.ScriptLoad(ctx, m.acquire).Result()
+	if err != nil {
+		return 0, "", err
+	}
+	if v.setup {
+		err := m.pipeline(ctx, func(p redis.Pipeliner, i int) {
+			k := key(i)
+			p.EvalSha(ctx, acq, []string{k, "redlock:fence:" + k, "redlock:node"}, token, "10000", "0", "100000")
+		})
+		if err != nil {
+			return 0, "", err
+		}
+	}
+	var sha string
+	if v.script != "" {
+		if sha, err = c.ScriptLoad(ctx, v.script).Result(); err != nil {
+			return 0, "", err
+		}
+	}
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		return 0, "", err
+	}
+	err = m.pipeline(ctx, func(p redis.Pipeliner, i int) {
+		if sha == "" {
+			p.SetNX(ctx, key(i), token, 10e9)
+			return
+		}
+		p.EvalSha(ctx, sha, v.keys(key(i)), v.args...)
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	stats, err := commandstats(ctx, c)
+	if err != nil {
+		return 0, "", err
+	}
+	main := "evalsha"
+	if sha == "" {
+		main = "set"
+	}
+	if got := stats[main].calls; got != int64(m.n) {
+		return 0, "", fmt.Errorf("%d calls of %s, want %d", got, main, m.n)
+	}
+	var parts []string
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range stats {
+			if k != main && !yield(k) {
+				return
+			}
+		}
+	}) {
+		s := stats[name]
+		parts = append(parts, fmt.Sprintf("%s %.2f×%.1f", name, s.usec, float64(s.calls)/float64(m.n)))
+	}
+	return stats[main].usec, strings.Join(parts, "; "), nil
+}
+
+// pipeline calls f for 0 ≤ i < n, sending the commands pipe at a time.
+func (m *measurer) pipeline(ctx context.Context, f func(p redis.Pipeliner, i int)) error {
+	for i := 0; i < m.n; i += m.pipe {
+		p := m.c.Pipeline()
+		for j := i; j < min(i+m.pipe, m.n); j++ {
+			f(p, j)
+		}
+		cmds, _ := p.Exec(ctx)
+		for _, cmd := range cmds {
+			if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+type stat struct {
+	calls int64
+	usec  float64
+}
+
+// commandstats returns INFO commandstats by command, without CONFIG and
+// INFO themselves.
+func commandstats(ctx context.Context, c *redis.Client) (map[string]stat, error) {
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]stat{}
+	sc := bufio.NewScanner(strings.NewReader(info))
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+		name, isCmd := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isCmd || name == "config|resetstat" || name == "info" {
+			continue
+		}
+		var s stat
+		for f := range strings.SplitSeq(rest, ",") {
+			k, val, _ := strings.Cut(f, "=")
+			switch k {
+			case "calls":
+				s.calls, _ = strconv.ParseInt(val, 10, 64)
+			case "usec_per_call":
+				s.usec, _ = strconv.ParseFloat(val, 64)
+			}
+		}
+		out[name] = s
+	}
+	return out, sc.Err()
+}
