@@ -249,8 +249,12 @@ func (c *Client) Quorum() int { return c.quorum }
 // just released a key to waiters holds back briefly before taking it
 // again, so that a waiter gets its turn.
 //
-// When ctx ends the wait, the error wraps ctx.Err() as well as the reason
-// of the last completed round.
+// Lock returns at once, with an error wrapping ErrRefused, when so many
+// nodes refused a round in a way that trying again cannot change (a wrong
+// password, a missing permission, a key of another type, a replica) that
+// no quorum is possible: waiting would not end on its own. When ctx ends
+// the wait, the error wraps ctx.Err() as well as the reason of the last
+// completed round.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
 	return c.obtain(ctx, key, ttl, true)
 }
@@ -259,8 +263,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 //
 // On success the returned Lock is held until Lock.Until, unless it is
 // extended. On failure no key of the attempt is left on any node, and the
-// error is an *OpError wrapping ErrTaken, ErrNoQuorum or ErrExpired; a
-// bad key or ttl gives an error wrapping ErrInvalid.
+// error is an *OpError wrapping ErrTaken, ErrNoQuorum, ErrRefused or
+// ErrExpired; a bad key or ttl gives an error wrapping ErrInvalid.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
 	return c.obtain(ctx, key, ttl, false)
 }

@@ -188,7 +188,25 @@
 // # Errors
 //
 // Operations return [*OpError], which says what each node did, wrapping one
-// of [ErrTaken], [ErrNoQuorum], [ErrExpired] or [ErrLockLost]. errors.Is
-// works on them and on the caller's context errors. Bad arguments give
-// errors wrapping [ErrInvalid].
+// of [ErrTaken], [ErrNoQuorum], [ErrRefused], [ErrExpired] or
+// [ErrLockLost]. errors.Is works on them and on the caller's context
+// errors. Bad arguments give errors wrapping [ErrInvalid].
+//
+// The client tells a node that may answer next time from one that will
+// not. A node that cannot be reached, whose connection breaks, that times
+// out, or that answers LOADING, BUSY, TRYAGAIN, MASTERDOWN or CLUSTERDOWN
+// has the outcome [Failed]: Lock tries again, and a quorum that misses it
+// fails with [ErrNoQuorum]. Any other error reply (NOAUTH, WRONGPASS,
+// NOPERM, WRONGTYPE, READONLY, MOVED, ASK, CROSSSLOT, OOM, MISCONF,
+// NOSCRIPT, ERR from an unknown command or a failing script) and a TLS
+// certificate that fails verification give the outcome [Refused], and the
+// node's state [NodeRefusing]. When the refusals alone leave a quorum out
+// of reach, Lock, TryLock, Extend and Release return at once with
+// [ErrRefused], whatever the context allows: the text names each node
+// that refused and the server's reason. Adapters return error replies as
+// [driver.ReplyError] values so that the client can tell them apart.
+//
+// A node with maxmemory-policy noeviction that is full refuses new lock
+// keys (OOM), but releases still delete them: the release script deletes
+// the key before any write that could need memory.
 package redlock

@@ -1,10 +1,14 @@
 package redlock
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/quorumlock/redlock/driver"
 )
 
 // Errors returned by the client. Use errors.Is to test for them: the errors
@@ -20,6 +24,16 @@ var (
 	// quorum, whatever the others held. The per-node causes are in the
 	// *OpError.
 	ErrNoQuorum = errors.New("redlock: no quorum of nodes reachable")
+
+	// ErrRefused means that so many nodes refused the request, in a way
+	// that trying again cannot change, that a quorum is out of reach: a
+	// wrong or missing password, an ACL that denies a command or key, a
+	// lock key that holds another type of value, a replica or cluster node
+	// instead of an independent master, a node that is out of memory or
+	// cannot persist, a failed TLS certificate check. Lock does not try
+	// again after it. The *OpError names each node that refused and the
+	// server's reason.
+	ErrRefused = errors.New("redlock: refused")
 
 	// ErrExpired means the lock's validity ended: an acquisition whose round
 	// took longer than the validity it could give, or an Extend or Release
@@ -50,8 +64,8 @@ func invalidf(format string, args ...any) error {
 // An OpError describes an operation on a lock that did not succeed and what
 // each node did in its last round.
 //
-// Err is the reason, one of ErrTaken, ErrNoQuorum, ErrExpired or
-// ErrLockLost. When the caller's context ended the wait, the error also
+// Err is the reason, one of ErrTaken, ErrNoQuorum, ErrRefused, ErrExpired
+// or ErrLockLost. When the caller's context ended the wait, the error also
 // wraps the context's error, so that errors.Is(err, context.Canceled) and
 // errors.Is(err, context.DeadlineExceeded) work; Err then holds the reason
 // of the last round that completed, or is nil if none did.
@@ -89,6 +103,9 @@ func (e *OpError) Error() string {
 		fmt.Fprintf(&b, ": %v", e.ctxErr)
 	default:
 		b.WriteString(": " + reasonText(e.Err))
+		if e.Err == ErrRefused {
+			b.WriteString(refusals(e.Nodes))
+		}
 		if e.Rounds > 1 {
 			fmt.Fprintf(&b, " after %d rounds", e.Rounds)
 		}
@@ -108,6 +125,31 @@ func (e *OpError) Error() string {
 			b.WriteString(" " + n.String())
 		}
 		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// refusals says which nodes refused and why, grouping the nodes that gave
+// the same reason: " by a, b: WRONGPASS ...; by c: NOPERM ...".
+func refusals(nodes []NodeResult) string {
+	var msgs []string
+	by := map[string][]string{}
+	for _, n := range nodes {
+		if n.Outcome != Refused {
+			continue
+		}
+		m := n.Err.Error()
+		if by[m] == nil {
+			msgs = append(msgs, m)
+		}
+		by[m] = append(by[m], n.Node)
+	}
+	var b strings.Builder
+	for i, m := range msgs {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		fmt.Fprintf(&b, " by %s: %s", strings.Join(by[m], ", "), m)
 	}
 	return b.String()
 }
@@ -133,15 +175,22 @@ const (
 	Taken
 	// Absent means the key does not exist on the node (extend, release).
 	Absent
-	// Failed means the request failed; NodeResult.Err says why.
+	// Failed means the request failed in a way that may pass: the node
+	// could not be reached, the connection broke, or the node answered
+	// that it is busy or loading its data. NodeResult.Err says why.
 	Failed
 	// Quarantined means the node restarted too recently to vote: it may
 	// have lost lock keys that are still valid elsewhere. NodeResult.TTL
 	// says how much longer it stays out.
 	Quarantined
+	// Refused means the node answered with an error that it will give
+	// again however often the request is sent, such as WRONGPASS, NOPERM,
+	// WRONGTYPE, READONLY or OOM, or that the node's TLS certificate
+	// failed verification. NodeResult.Err says why.
+	Refused
 )
 
-var outcomeNames = [...]string{"no answer", "ok", "taken", "absent", "failed", "quarantined"}
+var outcomeNames = [...]string{"no answer", "ok", "taken", "absent", "failed", "quarantined", "refused"}
 
 func (o Outcome) String() string {
 	if o >= 0 && int(o) < len(outcomeNames) {
@@ -156,7 +205,7 @@ type NodeResult struct {
 	Outcome Outcome       // what it did
 	TTL     time.Duration // Taken: the other owner's remaining time to live; Quarantined: the time left
 	Fence   int64         // OK from an acquisition: the fence the node granted
-	Err     error         // Failed, NoAnswer: the error
+	Err     error         // Failed, Refused, NoAnswer: the error
 	Latency time.Duration // from the start of the round to the answer
 }
 
@@ -174,4 +223,45 @@ func (r NodeResult) String() string {
 		s += " in " + r.Latency.Round(time.Microsecond).String()
 	}
 	return s
+}
+
+// Error replies that may pass if the request is sent again: the node is
+// loading its data, running a long script, failing over, or has too many
+// clients. Every other error reply is a refusal (see refused).
+var transientCodes = map[string]bool{
+	"LOADING":     true, // loading the dataset into memory
+	"BUSY":        true, // running a script or function past its time limit
+	"TRYAGAIN":    true, // a multi-key request during resharding
+	"MASTERDOWN":  true, // a replica that lost its master
+	"CLUSTERDOWN": true, // a cluster without coverage of every slot
+	"NOREPLICAS":  true, // min-replicas-to-write not met
+	"UNBLOCKED":   true, // a blocked client unblocked by another
+}
+
+// refused reports whether err, the failure of a request to a node, will
+// happen again however often the request is sent: an error reply other
+// than those in transientCodes (WRONGPASS, NOAUTH, NOPERM, WRONGTYPE,
+// READONLY, MOVED, ASK, CROSSSLOT, OOM, MISCONF, NOSCRIPT, ERR from an
+// unknown command or a failing script, ...), or a TLS certificate that
+// failed verification. Failures to connect, broken connections and
+// timeouts are not refusals.
+func refused(err error) bool {
+	var reply *driver.ReplyError
+	if errors.As(err, &reply) {
+		code := reply.Code()
+		if code == "ERR" && strings.Contains(reply.Msg, "max number of clients") {
+			return false
+		}
+		return !transientCodes[code]
+	}
+	var (
+		verify   *tls.CertificateVerificationError
+		header   tls.RecordHeaderError
+		alert    tls.AlertError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+	)
+	return errors.As(err, &verify) || errors.As(err, &header) || errors.As(err, &alert) ||
+		errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid)
 }

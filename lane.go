@@ -77,12 +77,12 @@ func (q *request) dispatch() {
 	go q.run(c.nodes[q.node])
 }
 
-// run sends the request to node with Eval, tries again while it fails and
-// tries are left, and delivers the answer.
+// run sends the request to node with Eval, tries again while it fails,
+// short of a refusal, and tries are left, and delivers the answer.
 func (q *request) run(node driver.Node) {
 	r := q.r
 	v, err := node.Eval(r.ctx, r.script, r.keys, r.args)
-	for ; err != nil && q.tries > 1 && r.ctx.Err() == nil; q.tries-- {
+	for ; err != nil && q.tries > 1 && r.ctx.Err() == nil && !refused(err); q.tries-- {
 		v, err = node.Eval(r.ctx, r.script, r.keys, r.args)
 		q.retry = true
 	}
@@ -227,7 +227,7 @@ func (ln *lane) send(batch []*request, calls []driver.Call) []driver.Call {
 	for i, q := range live {
 		c := &calls[i]
 		switch {
-		case c.Err == nil || q.r.ctx.Err() != nil:
+		case c.Err == nil || q.r.ctx.Err() != nil || refused(c.Err):
 			q.r.deliver(q, c.Reply, c.Err)
 			continue
 		case cut && q.r.deadline.After(deadline):

@@ -156,6 +156,9 @@ func (l *Lock) endLocked(cause error) {
 //   - ErrLockLost when a quorum no longer holds the token: the lock is gone,
 //     and its context ends;
 //   - ErrExpired when the deadline passed first: call Release;
+//   - ErrRefused when so many nodes refused the extension (see ErrRefused)
+//     that a quorum is out of reach: the lock stays valid until its old
+//     deadline, but trying again cannot help;
 //   - ErrNoQuorum when too few nodes answered: the lock stays valid until
 //     its old deadline, and Extend may be tried again.
 //
@@ -220,6 +223,8 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		}
 	case !time.Now().Before(until):
 		e.Err = ErrExpired
+	case r.count(Refused) > len(l.c.nodes)-l.c.quorum:
+		e.Err = ErrRefused
 	default:
 		e.Err = ErrNoQuorum
 		e.ctxErr = ctx.Err()
@@ -243,6 +248,9 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 //     done under the lock may have overlapped another owner's;
 //   - ErrLockLost when a quorum no longer held the token within the
 //     validity: the lock had been lost;
+//   - ErrRefused when so many nodes refused the release (see ErrRefused)
+//     that a quorum could not confirm it; the keys left expire with their
+//     TTL;
 //   - ErrNoQuorum when too few nodes answered to confirm the release; the
 //     keys left expire with their TTL.
 //
@@ -290,6 +298,8 @@ func (l *Lock) release(ctx context.Context) error {
 		reason = ErrLockLost
 	case r.ok:
 		return nil
+	case r.count(Refused) > len(l.c.nodes)-l.c.quorum:
+		reason = ErrRefused
 	default:
 		reason = ErrNoQuorum
 	}
@@ -308,11 +318,11 @@ type watchdog struct {
 // a short random pause while the lock is still valid.
 //
 // It stops for good at the first sign that the lock is gone (ErrLockLost,
-// ErrExpired), after limit successful extensions if limit > 0, and on
-// Release, which waits for it to return. The lock's context ends when the
-// lock is lost or its deadline passes; AutoExtend never re-creates a key
-// that has expired. Calling AutoExtend again, or after Release, has no
-// effect.
+// ErrExpired) or that the nodes will not extend it (ErrRefused), after
+// limit successful extensions if limit > 0, and on Release, which waits
+// for it to return. The lock's context ends when the lock is lost or its
+// deadline passes; AutoExtend never re-creates a key that has expired.
+// Calling AutoExtend again, or after Release, has no effect.
 func (l *Lock) AutoExtend(limit int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -21,9 +21,14 @@ const (
 	// NodeUnreachable means the last request to the node failed or got no
 	// answer in time; NodeState.Err says why.
 	NodeUnreachable
+	// NodeRefusing means the node answered the last request with an error
+	// that it will give again however often the request is sent (the
+	// outcome Refused), such as WRONGPASS or READONLY; NodeState.Err says
+	// which.
+	NodeRefusing
 )
 
-var healthNames = [...]string{"unknown", "healthy", "quarantined", "unreachable"}
+var healthNames = [...]string{"unknown", "healthy", "quarantined", "unreachable", "refusing"}
 
 func (h NodeHealth) String() string {
 	if h >= 0 && int(h) < len(healthNames) {
@@ -37,7 +42,7 @@ type NodeState struct {
 	Node   string     // the node's Name
 	Health NodeHealth // what the last answer, or its absence, showed
 	Until  time.Time  // NodeQuarantined: when the node is expected to vote again
-	Err    error      // NodeUnreachable: the last error
+	Err    error      // NodeUnreachable, NodeRefusing: the last error
 	Seen   time.Time  // when the state was observed; zero if never
 
 	// Set by Probe only.
@@ -154,6 +159,8 @@ func (c *Client) heard(ctx context.Context, r *round, quarantine time.Duration) 
 		switch {
 		case res.Outcome == NoAnswer && res.Err == nil:
 			continue
+		case res.Outcome == Refused:
+			st.Health, st.Err, st.Until = NodeRefusing, res.Err, time.Time{}
 		case res.Outcome == Failed || res.Outcome == NoAnswer:
 			st.Health, st.Err, st.Until = NodeUnreachable, res.Err, time.Time{}
 		case res.Outcome == Quarantined:

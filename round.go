@@ -61,6 +61,8 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, n i
 			e.Err = ErrExpired
 		case r.count(OK)+r.count(Taken) >= c.quorum:
 			e.Err = ErrTaken
+		case r.count(Refused) > len(c.nodes)-c.quorum:
+			e.Err = ErrRefused
 		default:
 			e.Err = ErrNoQuorum
 		}
@@ -393,6 +395,9 @@ func (r *round) record(rep reply) {
 	res.Latency = rep.latency
 	if rep.err != nil {
 		res.Outcome, res.Err = Failed, rep.err
+		if refused(rep.err) {
+			res.Outcome = Refused
+		}
 		return
 	}
 	d := r.decode(rep.val)

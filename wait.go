@@ -16,7 +16,9 @@ import (
 
 // lock makes acquisition rounds until one succeeds, or only one without
 // wait: it is Lock, or TryLock, after the checks. It returns the number of
-// rounds it made. The error, when there is one, is an *OpError.
+// rounds it made. The error, when there is one, is an *OpError. A round
+// that failed with ErrRefused ends the wait: the nodes that refused will
+// refuse again.
 func (c *Client) lock(ctx context.Context, key string, ttl time.Duration, wait bool) (*Lock, int, error) {
 	w := waiter{c: c, key: key, queue: wait, begin: time.Now()}
 	defer w.stop()
@@ -42,7 +44,7 @@ func (c *Client) lock(ctx context.Context, key string, ttl time.Duration, wait b
 			}
 			return nil, round, e
 		}
-		if !wait || c.opts.Tries > 0 && round >= c.opts.Tries {
+		if !wait || e.Err == ErrRefused || c.opts.Tries > 0 && round >= c.opts.Tries {
 			return nil, round, e
 		}
 		last = e

@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"strings"
 )
 
 // A Node is one independent Redis master, as the lock client sees it.
@@ -40,7 +41,10 @@ type Node interface {
 	// The reply is returned as an int64 (integer), a string (bulk or simple
 	// string), a []any (array) or nil (null); an array of integers only may
 	// also be returned as a []int64, which spares the boxing of each
-	// element. A Redis error reply is returned as a non-nil error. Eval
+	// element. A Redis error reply, also one to the commands that open a
+	// connection (AUTH, HELLO, SELECT), is returned as a *ReplyError, so
+	// that the client can tell a node that refused the request from one
+	// it could not reach; other failures are returned as they are. Eval
 	// must give up when ctx is done.
 	//
 	// A client library that retries a command after a network error may
@@ -89,6 +93,31 @@ type Notifier interface {
 	// finds wake full is dropped). It returns once the subscription is in
 	// place, or with an error if it cannot be made.
 	Notify(ctx context.Context, channel string, wake chan<- struct{}) error
+}
+
+// A ReplyError is an error reply from a Redis server, such as "WRONGTYPE
+// Operation against a key holding the wrong kind of value" or "NOAUTH
+// Authentication required.". Nodes return the error replies they get as
+// *ReplyError values (see Node.Eval), with the error of the client library
+// in Err.
+type ReplyError struct {
+	Msg string // the server's message, beginning with the error code
+	Err error  // the client library's error for the reply; may be nil
+}
+
+func (e *ReplyError) Error() string { return e.Msg }
+
+// Unwrap returns Err.
+func (e *ReplyError) Unwrap() error { return e.Err }
+
+// Code returns the error code: the first word of the message, such as
+// "WRONGTYPE" or "ERR", when it is in upper case; otherwise "".
+func (e *ReplyError) Code() string {
+	code, _, _ := strings.Cut(e.Msg, " ")
+	if code == "" || strings.ToUpper(code) != code {
+		return ""
+	}
+	return code
 }
 
 // A Script is a Lua script that a client runs on its nodes. Node

@@ -706,8 +706,8 @@ func (cl *Client) acquire(key string, ttl time.Duration, call func() (*redlock.L
 }
 
 // reason names the sentinel error err wraps: "taken", "no quorum",
-// "expired", "lost", "context" (the caller's context ended the call) or
-// "other".
+// "refused", "expired", "lost", "context" (the caller's context ended the
+// call) or "other".
 func reason(err error) string {
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -716,6 +716,8 @@ func reason(err error) string {
 		return "taken"
 	case errors.Is(err, redlock.ErrNoQuorum):
 		return "no quorum"
+	case errors.Is(err, redlock.ErrRefused):
+		return "refused"
 	case errors.Is(err, redlock.ErrExpired):
 		return "expired"
 	case errors.Is(err, redlock.ErrLockLost):

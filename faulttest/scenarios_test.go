@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +44,9 @@ var scenarios = []scenario{
 	{name: "late-extend-release", nodes: 3, clients: 2, fault: "holder's Extend and Release delayed 400ms, arriving after a new holder took over", body: lateExtendRelease},
 	{name: "many-clients-one-try", nodes: 5, clients: 16, fault: "none; every client makes one TryLock per round at once", body: manyClientsOneTry},
 	{name: "slow-node", nodes: 5, clients: 3, fault: "1s latency to 1 of 5, NodeTimeout 250ms", body: slowNode},
+	{name: "canary-eviction-allkeys-lru", nodes: 3, clients: 2, fault: "2 of 3 nodes at maxmemory with allkeys-lru, filled under a held lock; quarantine on", canary: []Kind{Overlap, Quorum}, body: func(r *run) { evictUnderLock(r, "allkeys-lru") }},
+	{name: "canary-eviction-volatile-lru", nodes: 3, clients: 2, fault: "as the canary above with volatile-lru, the filler keys with an expiry", canary: []Kind{Overlap, Quorum}, body: func(r *run) { evictUnderLock(r, "volatile-lru") }},
+	{name: "full-noeviction", nodes: 3, clients: 2, fault: "2 of 3 nodes at maxmemory with noeviction, filled under a held lock, then given room", body: fullNoEviction},
 	{name: "mixed", nodes: 5, clients: 4, fault: "random kills, restarts, pauses, latency, blackholes, resets and lost replies, healed in turn; quarantine on", body: mixed},
 }
 
@@ -1085,5 +1090,178 @@ func injectRandom(r *run, cls []*Client, kinds map[string]int) (heal func()) {
 	default:
 		cl.DropReplies(i, 2, []string{"acquire", "extend", "release"}[rand.N(3)])
 		return func() {}
+	}
+}
+
+// limitMemory sets node i's maxmemory to what it uses now plus headroom,
+// with the given maxmemory-policy.
+func limitMemory(r *run, i int, headroom int64, policy string) {
+	r.Helper()
+	srv := r.c.Server(i)
+	used := usedMemory(r, i)
+	for _, kv := range [][2]string{{"maxmemory-policy", policy}, {"maxmemory", strconv.FormatInt(used+headroom, 10)}} {
+		if _, err := srv.Do("CONFIG", "SET", kv[0], kv[1]); err != nil {
+			r.Fatalf("node %d: CONFIG SET %s %s: %v", i, kv[0], kv[1], err)
+		}
+	}
+}
+
+// dropFiller deletes the keys that fillNode wrote.
+const dropFiller = `for _, k in ipairs(redis.call('KEYS', 'ft:filler:*')) do redis.call('DEL', k) end`
+
+// fillNode makes up to n writes of 16KiB filler values to node i, with
+// an expiry if expiring, as another user of the node would, and stops at
+// the first refused with OOM. It reports whether one was: with an
+// evicting policy none is.
+func fillNode(r *run, i, n int, expiring bool) (full bool) {
+	r.Helper()
+	value := strings.Repeat("x", 16<<10)
+	for k := range n {
+		args := []string{"SET", "ft:filler:" + strconv.Itoa(k), value}
+		if expiring {
+			args = append(args, "EX", "3600")
+		}
+		if _, err := r.c.Server(i).Do(args...); err != nil {
+			if !strings.HasPrefix(err.Error(), "OOM") {
+				r.Fatalf("node %d: filling: %v", i, err)
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// usedMemory returns node i's used_memory.
+func usedMemory(r *run, i int) int64 {
+	r.Helper()
+	v, err := r.c.Server(i).Do("INFO", "memory")
+	if err != nil {
+		r.Fatalf("node %d: INFO memory: %v", i, err)
+	}
+	info, _ := v.(string)
+	_, used, _ := strings.Cut(info, "used_memory:")
+	used, _, _ = strings.Cut(used, "\r\n")
+	n, err := strconv.ParseInt(used, 10, 64)
+	if err != nil {
+		r.Fatalf("node %d: used_memory in INFO memory: %v", i, err)
+	}
+	return n
+}
+
+// keepFull lowers node i's maxmemory below what it uses. A node refuses a
+// write when its memory, which counts its connections' buffers, is above
+// the limit as the command starts; the test's admin commands each open a
+// connection, so a node that refused one is only just full, and may take
+// writes again once that connection is gone.
+func keepFull(r *run, i int) {
+	r.Helper()
+	limit := strconv.FormatInt(usedMemory(r, i)-128<<10, 10)
+	if _, err := r.c.Server(i).Do("CONFIG", "SET", "maxmemory", limit); err != nil {
+		r.Fatalf("node %d: CONFIG SET maxmemory %s: %v", i, limit, err)
+	}
+}
+
+// evictUnderLock: a holds the lock on all three nodes; then two of them,
+// given a memory limit with an evicting policy, are filled by another
+// user of the nodes until they have evicted a's key, although they never
+// restarted. b then obtains the lock while a holds it, and the checker
+// must find it. Quarantine is on for both and cannot help: no node
+// restarted. README "Eviction" says never to use these policies.
+func evictUnderLock(r *run, policy string) {
+	const ttl = 3 * time.Second
+	// Eviction takes the restart marker too, and the next script writes
+	// it anew from the server's uptime in whole seconds: age the nodes
+	// well past the TTL, so that they vote without waiting.
+	r.aged(2 * ttl)
+	a := r.client("a", true, redlock.Options{})
+	b := r.client("b", true, redlock.Options{NodeTimeout: 50 * time.Millisecond})
+	ctx := context.Background()
+	ha := lockEverywhere(r, a, ttl, nil)
+	// Redis's LRU clock counts seconds: let a's key be older than the
+	// filler by more than one.
+	time.Sleep(1100 * time.Millisecond)
+	for i := range 2 {
+		limitMemory(r, i, 256<<10, policy)
+		fillNode(r, i, 256, policy == "volatile-lru")
+	}
+	evicted := 0
+	for _, n := range r.c.Sample("ft:lock").Nodes {
+		if n.Reached && n.Value == "" {
+			evicted++
+		}
+	}
+	ha.Probe()
+	r.note("%s evicted a's key on %d of 3 nodes", policy, evicted)
+	if evicted < 2 {
+		r.Fatalf("the filler evicted a's key on only %d of the 2 full nodes", evicted)
+	}
+	hb := pollUntil(b, "ft:lock", ttl, ha.ClaimedUntil())
+	if hb == nil {
+		r.note("b never got in")
+		return
+	}
+	r.note("b in %v before a's lock ended", time.Duration(ha.Op.Until-hb.Op.Return).Round(time.Millisecond))
+	hb.Release(ctx)
+}
+
+// fullNoEviction: a holds the lock on all three nodes; two of them,
+// given a memory limit with noeviction, are filled until they refuse
+// writes (and their limit lowered below what they use, so that they stay
+// full). b's attempts are refused at once (ErrRefused, and Lock does not
+// wait) while a's lock stays safe; a releases on the full nodes, and its
+// key is gone from them. Once the nodes have room again b obtains the
+// lock.
+func fullNoEviction(r *run) {
+	const ttl = 2 * time.Second
+	r.aged(ttl)
+	a := r.client("a", true, redlock.Options{})
+	b := r.client("b", true, redlock.Options{NodeTimeout: 50 * time.Millisecond})
+	ctx := context.Background()
+	for range pick(1, 3) {
+		ha := lockEverywhere(r, a, ttl, nil)
+		for i := range 2 {
+			limitMemory(r, i, 256<<10, "noeviction")
+			if !fillNode(r, i, 1<<12, false) {
+				r.Fatalf("node %d never refused a write", i)
+			}
+			keepFull(r, i)
+		}
+		refused := 0
+		for range 5 {
+			_, err := b.TryLock(ctx, "ft:lock", ttl)
+			switch {
+			case err == nil:
+				r.Fatal("b obtained the lock on full nodes while a held it")
+			case errors.Is(err, redlock.ErrRefused):
+				refused++
+			}
+		}
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := b.Lock(lctx, "ft:lock", ttl)
+		cancel()
+		if !errors.Is(err, redlock.ErrRefused) || errors.Is(err, context.DeadlineExceeded) {
+			r.Errorf("Lock on full nodes: %v, want ErrRefused at once", err)
+		}
+		r.note("%d of 5 TryLocks refused (OOM) on full nodes", refused)
+		if err := ha.Release(ctx); err != nil {
+			r.Errorf("a's Release on full nodes: %v", err)
+		}
+		for _, n := range r.c.Sample("ft:lock").Nodes {
+			if n.Value != "" {
+				r.Errorf("node %d keeps a's key after its Release", n.Node)
+			}
+		}
+		for i := range 2 {
+			if _, err := r.c.Server(i).Do("CONFIG", "SET", "maxmemory", "0"); err != nil {
+				r.Fatalf("node %d: %v", i, err)
+			}
+		}
+		hb := mustLock(r, b, ttl)
+		hb.Release(ctx)
+		for i := range 2 {
+			if _, err := r.c.Server(i).Do("EVAL", dropFiller, "0"); err != nil {
+				r.Fatalf("node %d: %v", i, err)
+			}
+		}
 	}
 }

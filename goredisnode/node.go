@@ -131,8 +131,8 @@ func (n *Node) Client() redis.Scripter { return n.c }
 // Integer and string replies are returned as int64 and string, arrays as
 // []any of such values, and a null reply or a Lua false as nil. Under RESP3,
 // a Lua true is returned as int64(1), as under RESP2. A Redis error reply is
-// returned as the go-redis error, whose text is the server's message (for
-// example "ERR ...").
+// returned as a *driver.ReplyError, whose text is the server's message (for
+// example "ERR ...") and which wraps the go-redis error, a [redis.Error].
 func (n *Node) Eval(ctx context.Context, script *driver.Script, keys, args []string) (any, error) {
 	return n.eval(ctx, script.SHA1(), script.Source(), keys, args)
 }
@@ -210,7 +210,7 @@ func result(cmd *redis.Cmd) (any, error) {
 		if errors.Is(err, redis.Nil) {
 			return nil, nil
 		}
-		return nil, err
+		return nil, replyError(err)
 	}
 	return normalize(v)
 }
@@ -249,13 +249,23 @@ func normalize(v any) (any, error) {
 		}
 		return nil, nil
 	case error: // an error reply nested in an array
-		return nil, v
+		return nil, replyError(v)
 	case float64: // RESP3 double; RESP2 sends it as a bulk string
 		return strconv.FormatFloat(v, 'g', -1, 64), nil
 	case *big.Int: // RESP3 big number; RESP2 sends it as a bulk string
 		return v.String(), nil
 	}
 	return nil, fmt.Errorf("goredisnode: unsupported reply type %T", v)
+}
+
+// replyError returns err as a *driver.ReplyError if it is an error reply,
+// and as it is otherwise.
+func replyError(err error) error {
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		return &driver.ReplyError{Msg: err.Error(), Err: err}
+	}
+	return err
 }
 
 // clientName returns "ADDR/DB" for the client options.

@@ -50,10 +50,12 @@
 // redlock.node.latency is each node's time to answer, for the answers that
 // came (outcome ok, taken, absent or quarantined). redlock.node.errors
 // counts the requests to a node that failed (redlock.node.outcome
-// "failed") or got no answer in time ("no_answer"); a node whose answer
+// "failed"), that it refused in a way that trying again cannot change
+// ("refused": a wrong password, a missing permission, a replica, a full
+// node) or that got no answer in time ("no_answer"); a node whose answer
 // was not needed because the round was already decided is not counted.
 // redlock.node.state is 1 for the state the Client last reported of each
-// node and 0 for the other three; a node appears once a round or a change
+// node and 0 for the other four; a node appears once a round or a change
 // of state mentions it.
 //
 // redlock.locks.lost counts locks lost while held: their deadline passed
@@ -63,17 +65,18 @@
 // The attributes take these values:
 //
 //	redlock.operation     acquire, extend, release; for rounds also cleanup, probe
-//	redlock.outcome       ok, taken, no_quorum, expired, lost, released, canceled, invalid, error
+//	redlock.outcome       ok, taken, no_quorum, refused, expired, lost, released, canceled, invalid, error
 //	redlock.round.ok      true, false
 //	redlock.node.name     the node's Name, such as "10.0.0.7:6379/0"
-//	redlock.node.outcome  failed, no_answer
-//	redlock.node.state    healthy, quarantined, unreachable, unknown
+//	redlock.node.outcome  failed, refused, no_answer
+//	redlock.node.state    healthy, quarantined, unreachable, refusing, unknown
 //
 // An outcome is derived from the error the call returned, with errors.Is:
 // canceled when the caller's context ended the call (context.Canceled or
-// context.DeadlineExceeded), otherwise taken, no_quorum, expired, lost,
-// released and invalid for redlock.ErrTaken, ErrNoQuorum, ErrExpired,
-// ErrLockLost, ErrReleased and ErrInvalid, and error for anything else.
+// context.DeadlineExceeded), otherwise taken, no_quorum, refused, expired,
+// lost, released and invalid for redlock.ErrTaken, ErrNoQuorum, ErrRefused,
+// ErrExpired, ErrLockLost, ErrReleased and ErrInvalid, and error for
+// anything else.
 // A second Release of a lock (outcome released) does not add to
 // redlock.hold.duration. The Client rejects most invalid arguments before
 // an operation starts, so they are seldom seen as invalid.

@@ -46,6 +46,7 @@ const (
 	outcomeOK       = "ok"
 	outcomeTaken    = "taken"
 	outcomeNoQuorum = "no_quorum"
+	outcomeRefused  = "refused"
 	outcomeExpired  = "expired"
 	outcomeLost     = "lost"
 	outcomeReleased = "released"
@@ -55,7 +56,7 @@ const (
 )
 
 var (
-	outcomes = []string{outcomeOK, outcomeTaken, outcomeNoQuorum, outcomeExpired,
+	outcomes = []string{outcomeOK, outcomeTaken, outcomeNoQuorum, outcomeRefused, outcomeExpired,
 		outcomeLost, outcomeReleased, outcomeCanceled, outcomeInvalid, outcomeError}
 	operations      = []string{"acquire", "extend", "release"}
 	roundOperations = []string{"acquire", "cleanup", "extend", "release", "probe"}
@@ -65,6 +66,7 @@ var (
 		redlock.NodeHealthy:     "healthy",
 		redlock.NodeQuarantined: "quarantined",
 		redlock.NodeUnreachable: "unreachable",
+		redlock.NodeRefusing:    "refusing",
 	}
 )
 
@@ -402,7 +404,7 @@ func (o *Observer) round(ctx context.Context, e redlock.RoundEvent) {
 	for _, r := range e.Nodes {
 		n := o.node(r.Node)
 		switch {
-		case r.Outcome == redlock.Failed || r.Outcome == redlock.NoAnswer && r.Err != nil:
+		case r.Outcome == redlock.Failed || r.Outcome == redlock.Refused || r.Outcome == redlock.NoAnswer && r.Err != nil:
 			out := nodeOutcome(r.Outcome)
 			a, ok := n.errors[[2]string{e.Op, out}]
 			if !ok {
@@ -483,6 +485,8 @@ func outcome(err error) string {
 		return outcomeTaken
 	case errors.Is(err, redlock.ErrNoQuorum):
 		return outcomeNoQuorum
+	case errors.Is(err, redlock.ErrRefused):
+		return outcomeRefused
 	case errors.Is(err, redlock.ErrExpired):
 		return outcomeExpired
 	case errors.Is(err, redlock.ErrLockLost):
@@ -510,6 +514,8 @@ func nodeOutcome(o redlock.Outcome) string {
 		return "failed"
 	case redlock.Quarantined:
 		return "quarantined"
+	case redlock.Refused:
+		return "refused"
 	}
 	return "other"
 }

@@ -120,8 +120,8 @@ func (n *Node) Name() string { return n.name }
 // integers as []int64, other arrays as []any of such values, and a null reply or a Lua false as nil. Under RESP3,
 // a Lua true is returned as int64(1), as under RESP2. A Redis error reply is
 // returned as an error whose text is the server's message (for example
-// "ERR ...") and which wraps the rueidis error, a *rueidis.RedisError, for
-// errors.As. (rueidis itself drops the "ERR " prefix from the message.)
+// "ERR ..."): a *driver.ReplyError that wraps the rueidis error, a
+// *rueidis.RedisError, for errors.As. (rueidis itself drops the "ERR " prefix from the message.)
 func (n *Node) Eval(ctx context.Context, script *driver.Script, keys, args []string) (any, error) {
 	return n.eval(ctx, script.SHA1(), script.Source(), keys, args)
 }
@@ -278,27 +278,19 @@ func int64s(vals []rueidis.RedisMessage) ([]int64, bool) {
 }
 
 // replyError returns err, the error rueidis made of the error reply m, as
-// an error whose text is the whole of the server's message: rueidis drops
-// its "ERR " prefix.
+// a *driver.ReplyError whose text is the whole of the server's message:
+// rueidis drops its "ERR " prefix. Other errors are returned as they are.
 func replyError(m *rueidis.RedisMessage, err error) error {
 	rerr, ok := rueidis.IsRedisErr(err)
 	if !ok {
 		return err
 	}
-	if text, _ := m.ToString(); text != "" && text != rerr.Error() {
-		return &serverError{text: text, err: rerr}
+	text, _ := m.ToString()
+	if text == "" {
+		text = rerr.Error()
 	}
-	return err
+	return &driver.ReplyError{Msg: text, Err: rerr}
 }
-
-// A serverError is an error reply, with the server's message as its text.
-type serverError struct {
-	text string
-	err  *rueidis.RedisError
-}
-
-func (e *serverError) Error() string { return e.text }
-func (e *serverError) Unwrap() error { return e.err }
 
 func deriveName(c rueidis.Client) string {
 	nodes := c.Nodes()

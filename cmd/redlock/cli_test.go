@@ -65,7 +65,7 @@ func TestVersionHelpAndCompletion(t *testing.T) {
 		r := run(t, args...)
 		expect(t, r, 0, "Usage:", "Examples:")
 	}
-	expect(t, run(t, "run", "--help"), 0, "REDLOCK_FENCE", "--kill-grace", "--no-quarantine", "75", "76", "69")
+	expect(t, run(t, "run", "--help"), 0, "REDLOCK_FENCE", "--kill-grace", "--no-quarantine", "75", "76", "69", "77", "78", "WRONGPASS", "READONLY")
 	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
 		r := run(t, "completion", shell)
 		expect(t, r, 0, "redlock")
@@ -105,7 +105,8 @@ func TestPasswordsNeverPrinted(t *testing.T) {
 	check(0, run(t, "doctor", "--no-quarantine", "--nodes", good), "HEALTHY", "redis://xxxxx@")
 	check(0, run(t, "doctor", "--no-quarantine", "--json", "--nodes", good), `"verdict": "healthy"`)
 	check(0, runIn(t, t.TempDir(), []string{"REDLOCK_NODES=" + good}, "doctor", "--no-quarantine"), "HEALTHY")
-	check(exitUnavailable, run(t, "run", "--no-quarantine", "--wait", "0s", "--nodes", wrong, "pw", "--", "true"), "WRONGPASS")
+	check(exitNoPerm, run(t, "run", "--no-quarantine", "--wait", "0s", "--nodes", wrong, "pw", "--", "true"), "WRONGPASS")
+	check(exitNoPerm, run(t, "run", "--no-quarantine", "--nodes", wrong, "pw", "--", "true"), "WRONGPASS")
 	check(exitUnavailable, run(t, "status", "--nodes", wrong, "pw"), "WRONGPASS")
 	check(exitNoQuorum, run(t, "doctor", "--nodes", wrong), "WRONGPASS")
 	check(exitUsage, run(t, "run", "--nodes", bad, "pw", "--", "true"), "invalid URL")

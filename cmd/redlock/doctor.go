@@ -22,15 +22,20 @@ func newDoctorCmd(nf *nodeFlags) *cobra.Command {
 		Short: "Check whether the nodes are fit for Redlock",
 		Long: `Doctor checks every node and says whether a quorum of healthy nodes exists.
 
-For each node it reports whether it is reachable and its round-trip time;
-the Redis version; its role (Redlock wants independent masters: a replica,
-or a master with replicas, is a warning); persistence (appendonly and
-appendfsync, RDB snapshots), which decides whether a restarted node may
-vote at once; the maxmemory-policy (an allkeys-* policy can evict lock keys
-and is an error; volatile-* can evict them too, as every lock key has an
-expiry); its clock offset against this machine and its uptime (both from
-the lock client's probe of the node); and whether it is in restart
-quarantine. Nodes that are the same server under
+For each node it reports whether it is reachable and its round-trip time,
+or that it refuses the credentials in its URL (NOAUTH, WRONGPASS); the
+Redis version; its role (Redlock wants independent masters: a replica,
+which refuses every grant with READONLY, and a Redis Cluster node, which
+answers MOVED for most keys, are errors; a master with replicas is a
+warning); persistence (appendonly and appendfsync, RDB snapshots), which
+decides whether a restarted node may vote at once, and whether its last
+save failed, after which it may refuse every write (MISCONF); the
+maxmemory-policy (an allkeys-* policy can evict lock keys and is an error;
+volatile-* can evict them too, as every lock key has an expiry) and
+whether the node is full, so that it refuses new lock keys (OOM); its
+clock offset against this machine and its uptime (both from the lock
+client's probe of the node); whether it runs the lock scripts (NOPERM when
+its ACL forbids them); and whether it is in restart quarantine. Nodes that are the same server under
 two URLs are an error: that server would vote twice.
 
 A node is healthy when it is reachable, can vote and has no errors.
@@ -89,7 +94,7 @@ type nodeReport struct {
 	ClockOffsetMilli float64    `json:"clock_offset_ms"`
 	UptimeSeconds    int64      `json:"uptime_s,omitempty"`
 	RunID            string     `json:"run_id,omitempty"`
-	State            string     `json:"state"` // healthy, quarantined, unreachable
+	State            string     `json:"state"` // healthy, quarantined, unreachable, refusing
 	QuarantinedUntil *time.Time `json:"quarantined_until,omitempty"`
 	Healthy          bool       `json:"healthy"`
 	Findings         []finding  `json:"findings"`
@@ -106,6 +111,16 @@ type doctorReport struct {
 
 func (n *nodeReport) add(level, check, format string, args ...any) {
 	n.Findings = append(n.Findings, finding{Level: level, Check: check, Message: fmt.Sprintf(format, args...)})
+}
+
+// hasCheck reports whether n has a finding of the given check.
+func (n *nodeReport) hasCheck(check string) bool {
+	for _, f := range n.Findings {
+		if f.Check == check {
+			return true
+		}
+	}
+	return false
 }
 
 func (n *nodeReport) has(level string) bool {
@@ -143,7 +158,7 @@ func runDoctor(ctx context.Context, w io.Writer, nf *nodeFlags, df *reportFlags)
 	}
 	wg.Wait()
 	for i := range rep.Nodes {
-		if n := &rep.Nodes[i]; n.Reachable {
+		if n := &rep.Nodes[i]; n.Reachable && !n.hasCheck("access") {
 			checkClock(n, states[i])
 			checkUptime(n, states[i])
 		}
@@ -187,6 +202,17 @@ func checkReachable(ctx context.Context, rc redis.Cmdable, timeout time.Duration
 	for i := range 3 {
 		t0 := time.Now()
 		if err := within(ctx, timeout, func(ctx context.Context) error { return rc.Ping(ctx).Err() }); err != nil {
+			if code := errorCode(err); code != "" {
+				// The node answered, or its TLS handshake failed: it is
+				// there, and refuses.
+				n.Reachable = code != "TLS"
+				msg := fmt.Sprintf("refused: %v", err)
+				if h := refusalHint(err); h != "" {
+					msg += " (" + h + ")"
+				}
+				n.add(levelError, "access", "%s", msg)
+				return false
+			}
 			n.add(levelError, "reachable", "unreachable: %v", err)
 			return false
 		}
@@ -207,7 +233,7 @@ func checkReachable(ctx context.Context, rc redis.Cmdable, timeout time.Duration
 // section that the node does not return is a warning.
 func readInfo(ctx context.Context, rc redis.Cmdable, timeout time.Duration, n *nodeReport) map[string]string {
 	info := map[string]string{}
-	for _, section := range []string{"server", "replication", "memory", "persistence"} {
+	for _, section := range []string{"server", "replication", "memory", "persistence", "cluster"} {
 		var s string
 		err := within(ctx, timeout, func(ctx context.Context) (err error) {
 			s, err = rc.Info(ctx, section).Result()
@@ -242,9 +268,11 @@ func checkRole(n *nodeReport, info map[string]string) {
 	n.Role = info["role"]
 	n.Replicas = int(atoi(info["connected_slaves"]))
 	switch {
+	case info["cluster_enabled"] == "1":
+		n.add(levelError, "role", "a Redis Cluster node: each key lives on the master of its slot, the others answer MOVED, and failover can hand a held lock to another; give redlock independent masters")
 	case n.Role == "slave":
 		n.Master = info["master_host"] + ":" + info["master_port"]
-		n.add(levelWarn, "role", "a replica of %s: Redlock wants independent masters; a replica is read-only and cannot grant locks, and a lock node must not replicate another", n.Master)
+		n.add(levelError, "role", "a replica of %s: a replica is read-only and refuses every grant (READONLY); give redlock independent masters", n.Master)
 	case n.Replicas > 0:
 		n.add(levelWarn, "role", "a master with %d replica(s): Redlock wants independent masters; a failover to a replica loses the locks it had not received yet", n.Replicas)
 	case n.Role == "master":
@@ -282,6 +310,9 @@ func checkPersistence(ctx context.Context, rc redis.Cmdable, timeout time.Durati
 	default:
 		n.add(levelOK, "persistence", "none: a restarted node comes back empty and sits out its restart quarantine (keep quarantine on)")
 	}
+	if info["rdb_last_bgsave_status"] == "err" {
+		n.add(levelError, "persistence", "the last RDB save failed: with stop-writes-on-bgsave-error yes (the default) the node refuses every write, lock grants included (MISCONF), until a save succeeds; see the node's log")
+	}
 }
 
 // checkEviction reports whether the node's maxmemory-policy can evict lock
@@ -304,6 +335,9 @@ func checkEviction(n *nodeReport, info map[string]string) {
 	default:
 		n.add(levelOK, "eviction", "maxmemory-policy %s: lock keys are never evicted", p)
 	}
+	if used := atoi(info["used_memory"]); n.Maxmemory > 0 && used >= n.Maxmemory && n.MaxmemoryPolicy == "noeviction" {
+		n.add(levelError, "memory", "full: used memory %s of maxmemory %s; the node refuses new lock keys (OOM) until memory is freed or maxmemory raised", info["used_memory_human"], info["maxmemory_human"])
+	}
 }
 
 // probed reports whether the lock client's probe of a node was answered,
@@ -317,7 +351,7 @@ func probed(s redlock.NodeState) bool {
 // agree to well within the TTL.
 func checkClock(n *nodeReport, s redlock.NodeState) {
 	if !probed(s) {
-		n.add(levelWarn, "clock", "clock offset unknown: the node did not answer the lock client's probe")
+		n.add(levelWarn, "clock", "clock offset unknown: the node did not run the lock client's probe")
 		return
 	}
 	n.ClockOffsetMilli = float64(s.ClockOffset.Microseconds()) / 1000
@@ -332,7 +366,7 @@ func checkClock(n *nodeReport, s redlock.NodeState) {
 // the lock client's probe measured it.
 func checkUptime(n *nodeReport, s redlock.NodeState) {
 	if !probed(s) {
-		n.add(levelInfo, "uptime", "uptime unknown: the node did not answer the lock client's probe")
+		n.add(levelInfo, "uptime", "uptime unknown: the node did not run the lock client's probe")
 		return
 	}
 	n.UptimeSeconds = int64(s.Age / time.Second)
@@ -383,6 +417,14 @@ func checkVoting(n *nodeReport, s redlock.NodeState, now time.Time) {
 		n.QuarantinedUntil = &until
 		n.add(levelWarn, "quarantine", "quarantined until %s (%v more): its server started %v ago, and it does not vote until it has run longer than the longest lock it may have lost (largest TTL used on it: %v)",
 			until.Format("15:04:05"), roundDur(until.Sub(now)), roundDur(s.Age), s.MaxTTL)
+	case redlock.NodeRefusing:
+		if !n.hasCheck("access") {
+			msg := fmt.Sprintf("refused the lock scripts: %s", describeErr(s.Err))
+			if h := refusalHint(s.Err); h != "" {
+				msg += " (" + h + ")"
+			}
+			n.add(levelError, "scripts", "%s", msg)
+		}
 	default:
 		if n.Reachable {
 			n.add(levelError, "scripts", "cannot run the lock scripts: %s", describeErr(s.Err))

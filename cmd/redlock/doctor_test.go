@@ -35,8 +35,8 @@ func TestDoctorHealthy(t *testing.T) {
 	}
 }
 
-// An allkeys-* eviction policy is an error, a replica and a master with
-// replicas are warnings, and a server named twice is an error.
+// An allkeys-* eviction policy is an error, a replica is an error, a master
+// with replicas is a warning, and a server named twice is an error.
 func TestDoctorFlagsProblems(t *testing.T) {
 	t.Parallel()
 	evicting := redistest.Start(t, redistest.Config{Args: []string{"--maxmemory-policy", "allkeys-lru"}})
@@ -55,7 +55,7 @@ func TestDoctorFlagsProblems(t *testing.T) {
 	r := run(t, "doctor", nodesFlag(evicting, master, replica, ok[0], ok[1]))
 	expect(t, r, exitFailure,
 		"ERROR  eviction", "maxmemory-policy allkeys-lru can evict lock keys",
-		"WARN   role", "a replica of "+master.Addr(), "a master with 1 replica",
+		"ERROR  role", "a replica of "+master.Addr(), "READONLY", "WARN   role", "a master with 1 replica",
 		"USABLE WITH WARNINGS")
 
 	var rep doctorReport
@@ -79,7 +79,7 @@ func TestDoctorFlagsProblems(t *testing.T) {
 		t.Fatalf("the allkeys-lru node is not flagged as an error:\n%s", r.stdout)
 	case levels(rep.Nodes[1], "role") != levelWarn || rep.Nodes[1].Replicas != 1:
 		t.Fatalf("the master with a replica is not flagged:\n%s", r.stdout)
-	case levels(rep.Nodes[2], "role") != levelWarn || rep.Nodes[2].Role != "slave" || rep.Nodes[2].Healthy:
+	case levels(rep.Nodes[2], "role") != levelError || rep.Nodes[2].Role != "slave" || rep.Nodes[2].Healthy:
 		t.Fatalf("the replica is not flagged:\n%s", r.stdout)
 	}
 

@@ -17,6 +17,8 @@ const (
 	exitSoftware    = 70 // EX_SOFTWARE: an unexpected error
 	exitTaken       = 75 // EX_TEMPFAIL: others held the lock for all of --wait
 	exitLockLost    = 76 // the lock was lost while the command ran
+	exitNoPerm      = 77 // EX_NOPERM: nodes refused the credentials or the ACL denied a command
+	exitConfig      = 78 // EX_CONFIG: nodes refused for good otherwise (a replica, a key of another type, a full node, ...)
 	exitCannotExec  = 126
 	exitNotFound    = 127
 	exitSignalBase  = 128 // killed by or interrupted with a signal: 128+signal

@@ -40,7 +40,10 @@ on Linux, COMMAND is then sent SIGTERM.
 
 Without --wait, run waits until the lock is free or it is interrupted;
 --wait bounds the wait, and --wait 0s makes one attempt. While it waits, it
-says on stderr why (another owner, or too few nodes that can vote). On
+says on stderr why (another owner, or too few nodes that can vote). It does
+not wait when so many nodes refuse the lock in a way that waiting cannot
+change (a wrong password, a replica, a key of another type: status 77 or
+78) that no quorum is possible: it says why at once. On
 freshly started servers the first lock waits one TTL: see restart
 quarantine in 'redlock --help'.
 
@@ -63,6 +66,12 @@ Exit status:
   69              no quorum of nodes could be reached (or it could not vote)
   75              the lock is held by others, and --wait ran out
   76              the lock was lost while COMMAND ran
+  77              nodes refused the credentials or their ACL denies a command
+                  (NOAUTH, WRONGPASS, NOPERM): fix the node URLs or the ACL
+  78              nodes refused the lock for good otherwise: a replica
+                  (READONLY), a cluster node (MOVED, ASK, CROSSSLOT), KEY
+                  holding another type of value (WRONGTYPE), a full node
+                  (OOM), a node that cannot save (MISCONF), a TLS failure
   126, 127        COMMAND could not be run, or was not found
   128+N           interrupted by signal N while waiting for the lock`,
 		Example: `  # Run a job on one machine at a time; wait as long as it takes.
@@ -262,6 +271,8 @@ func waitingReport(c *redlock.Client) (key, text string) {
 			fmt.Fprintf(&b, "\n  %s quarantined for %v more", s.Node, roundDur(time.Until(s.Until)))
 		case redlock.NodeUnreachable:
 			fmt.Fprintf(&b, "\n  %s unreachable: %s", s.Node, describeErr(s.Err))
+		case redlock.NodeRefusing:
+			fmt.Fprintf(&b, "\n  %s refused: %s", s.Node, describeErr(s.Err))
 		}
 	}
 	if quarantined {
@@ -288,6 +299,9 @@ func (r *runner) acquireError(c *redlock.Client, err error) error {
 	switch {
 	case errors.Is(err, redlock.ErrInvalid):
 		return usagef("%s", describeErr(err))
+	case errors.Is(err, redlock.ErrRefused):
+		return &exitError{code: refusalStatus(err), err: err,
+			msg: fmt.Sprintf("the lock %q cannot be acquired: %s", r.key, refusedText(oe))}
 	case errors.Is(err, redlock.ErrTaken):
 		return &exitError{code: exitTaken, err: err,
 			msg: fmt.Sprintf("the lock %q is held by another owner; not acquired %s", r.key, within)}
@@ -352,6 +366,8 @@ func resultText(n redlock.NodeResult) string {
 		return fmt.Sprintf("quarantined for %v more", roundDur(n.TTL))
 	case redlock.Failed:
 		return "failed: " + describeErr(n.Err)
+	case redlock.Refused:
+		return "refused: " + describeErr(n.Err)
 	case redlock.NoAnswer:
 		if n.Err != nil {
 			return "no answer: " + describeErr(n.Err)

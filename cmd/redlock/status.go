@@ -31,8 +31,9 @@ func newStatusCmd(nf *nodeFlags) *cobra.Command {
 		Short: "Show who holds a lock, node by node",
 		Long: `Status reads the lock KEY on every node and shows, for each one, whether a
 holder's key is there, how long it has left to live, the lock's fence counter
-and the node's state: healthy, quarantined (restarted too recently to vote)
-or unreachable. Overall, the lock is held when one holder's key is on a
+and the node's state: healthy, quarantined (restarted too recently to vote),
+unreachable, or refusing (it answers with an error that retrying cannot
+change, such as a wrong password). Overall, the lock is held when one holder's key is on a
 quorum of the nodes, and free when no holder can have a quorum.
 
 A holder is shown as a short fingerprint of its random token, the same on
@@ -63,7 +64,7 @@ to tell, 64 for usage errors.`,
 // A nodeStatus is what status found on one node.
 type nodeStatus struct {
 	Node             string     `json:"node"`
-	State            string     `json:"state"` // healthy, quarantined, unreachable
+	State            string     `json:"state"` // healthy, quarantined, unreachable, refusing
 	QuarantinedUntil *time.Time `json:"quarantined_until,omitempty"`
 	Error            string     `json:"error,omitempty"`
 	Answered         bool       `json:"answered"`         // the lock's keys could be read
@@ -141,7 +142,7 @@ func readStatus(ctx context.Context, c *redlock.Client, ns *nodeSet, key string,
 		case redlock.NodeQuarantined:
 			until := s.Until
 			n.QuarantinedUntil = &until
-		case redlock.NodeUnreachable:
+		case redlock.NodeUnreachable, redlock.NodeRefusing:
 			n.Error = describeErr(s.Err)
 		}
 	}

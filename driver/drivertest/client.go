@@ -27,7 +27,10 @@ import (
 // expiry and take-over; cancellation; slow nodes; fences across releases,
 // expiries, FLUSHALL and restarts; restart quarantine, with canaries that
 // disable it and must see a lock granted twice; the lock's context and
-// AutoExtend; notified waiting; and the events an Observer sees.
+// AutoExtend; notified waiting; the events an Observer sees; and nodes
+// that refuse for good (a wrong or missing password, an ACL without the
+// scripting commands, a replica, a key of another type, a full node),
+// which must end Lock at once with ErrRefused.
 //
 // dial gets URLs such as "redis://127.0.0.1:PORT" and
 // "unix:///path/to/socket". It must not connect: a lock client has to be
@@ -72,6 +75,7 @@ func TestClient[N Node](t *testing.T, dial func(url string) (N, error)) {
 	t.Run("NotifiedWaiting", s.testNotifiedWaiting)
 	t.Run("CoalescedWaiters", s.testCoalescedWaiters)
 	t.Run("Observer", s.testObserver)
+	t.Run("Refused", s.testRefused)
 }
 
 // A suite runs the cases of TestClient through one adapter.

@@ -2,10 +2,12 @@ package drivertest
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/redistest"
 )
 
@@ -203,8 +205,8 @@ func testWrongPassword[N Node](t *testing.T, a Adapter[N]) {
 		if strings.Contains(err.Error(), wrong) {
 			t.Errorf("error %q contains the password", err)
 		}
-		if !strings.Contains(err.Error(), "WRONGPASS") {
-			t.Errorf("error %q, want WRONGPASS", err)
+		if reply := (*driver.ReplyError)(nil); !errors.As(err, &reply) || reply.Code() != "WRONGPASS" {
+			t.Errorf("error %q (%T), want a *driver.ReplyError with the code WRONGPASS", err, err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/redistest"
 )
 
@@ -100,6 +102,9 @@ func testDecode[N Node](t *testing.T, a Adapter[N]) {
 				if tt.wantErr != "" {
 					if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 						t.Fatalf("eval(%q) = %#v, %v; want error containing %q", tt.src, got, err, tt.wantErr)
+					}
+					if reply := (*driver.ReplyError)(nil); !errors.As(err, &reply) {
+						t.Fatalf("eval(%q): error %v (%T) is not a *driver.ReplyError", tt.src, err, err)
 					}
 					continue
 				}
@@ -208,6 +213,10 @@ func testErrorReply[N Node](t *testing.T, a Adapter[N]) {
 	}
 	if !a.IsErrorReply(err) {
 		t.Errorf("error %v (%T) is not the library's error reply", err, err)
+	}
+	var reply *driver.ReplyError
+	if !errors.As(err, &reply) || reply.Code() != "ERR" || reply.Msg != err.Error() {
+		t.Errorf("error %v (%T) is not a *driver.ReplyError with the code ERR and the server's message", err, err)
 	}
 }
 

@@ -1,0 +1,149 @@
+package redlock
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/driver"
+)
+
+func errReply(msg string) error { return &driver.ReplyError{Msg: msg} }
+
+func TestRefused(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{errReply("WRONGPASS invalid username-password pair or user is disabled."), true},
+		{errReply("NOAUTH Authentication required."), true},
+		{errReply("NOPERM User locker has no permissions to run the 'evalsha' command"), true},
+		{errReply("WRONGTYPE Operation against a key holding the wrong kind of value script: x, on @user_script:1."), true},
+		{errReply("READONLY You can't write against a read only replica. script: x, on @user_script:1."), true},
+		{errReply("MOVED 3999 127.0.0.1:6381"), true},
+		{errReply("ASK 3999 127.0.0.1:6381"), true},
+		{errReply("CROSSSLOT Keys in request don't hash to the same slot"), true},
+		{errReply("OOM command not allowed when used memory > 'maxmemory'."), true},
+		{errReply("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk."), true},
+		{errReply("NOSCRIPT No matching script."), true},
+		{errReply("ERR unknown command 'EVALSHA', with args beginning with: "), true},
+		{errReply("ERR user_script:1: Script attempted to access nonexistent global variable 'x'"), true},
+		{errReply("ERR DB index is out of range"), true},
+		{errReply("invalid password"), true}, // no code at all
+		{errReply("LOADING Redis is loading the dataset in memory"), false},
+		{errReply("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."), false},
+		{errReply("TRYAGAIN Multiple keys request during rehashing of slot"), false},
+		{errReply("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."), false},
+		{errReply("CLUSTERDOWN Hash slot not served"), false},
+		{errReply("ERR max number of clients reached"), false},
+		{fmt.Errorf("node a: %w", errReply("WRONGTYPE x")), true},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, false},
+		{syscall.ECONNRESET, false},
+		{io.EOF, false},
+		{context.DeadlineExceeded, false},
+		{errNoAnswer, false},
+		{errors.New("WRONGPASS but not a reply"), false},
+		{&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, true},
+		{fmt.Errorf("dial: %w", x509.HostnameError{Host: "h"}), true},
+		{tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, true},
+	} {
+		if got := refused(tt.err); got != tt.want {
+			t.Errorf("refused(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestReplyErrorCode(t *testing.T) {
+	for msg, want := range map[string]string{
+		"WRONGTYPE Operation against a key": "WRONGTYPE",
+		"ERR unknown command":               "ERR",
+		"OOM":                               "OOM",
+		"invalid password":                  "",
+		"":                                  "",
+	} {
+		if got := (&driver.ReplyError{Msg: msg}).Code(); got != want {
+			t.Errorf("Code of %q = %q, want %q", msg, got, want)
+		}
+	}
+}
+
+func TestOpErrorRefused(t *testing.T) {
+	wrongpass := errReply("WRONGPASS invalid username-password pair or user is disabled.")
+	e := &OpError{Op: "acquire", Key: "k", Quorum: 2, Rounds: 1, Err: ErrRefused, Nodes: []NodeResult{
+		{Node: "n1", Outcome: Refused, Err: wrongpass, Latency: time.Millisecond},
+		{Node: "n2", Outcome: Refused, Err: wrongpass, Latency: time.Millisecond},
+		{Node: "n3", Outcome: Refused, Err: errReply("NOAUTH Authentication required."), Latency: time.Millisecond},
+	}}
+	var err error = e
+	if !errors.Is(err, ErrRefused) || errors.Is(err, ErrNoQuorum) || errors.Is(err, ErrTaken) {
+		t.Fatal("errors.Is on a refused OpError")
+	}
+	want := `redlock: acquire "k": refused by n1, n2: WRONGPASS invalid username-password pair or user is disabled.; by n3: NOAUTH Authentication required. ` +
+		`(0 of 3 nodes ok, quorum 2: n1 refused: WRONGPASS invalid username-password pair or user is disabled. in 1ms; ` +
+		`n2 refused: WRONGPASS invalid username-password pair or user is disabled. in 1ms; n3 refused: NOAUTH Authentication required. in 1ms)`
+	if err.Error() != want {
+		t.Fatalf("Error():\n got %s\nwant %s", err, want)
+	}
+	if strings.Contains(err.Error(), "reachable") {
+		t.Fatalf("a refusal called unreachable: %s", err)
+	}
+	if Refused.String() != "refused" || NodeRefusing.String() != "refusing" {
+		t.Fatal("String")
+	}
+}
+
+// refusingNode answers every request with an error reply.
+type refusingNode struct {
+	name string
+	err  error
+}
+
+func (n refusingNode) Name() string { return n.name }
+func (n refusingNode) Eval(context.Context, *driver.Script, []string, []string) (any, error) {
+	return nil, n.err
+}
+
+func TestLockReturnsAtOnceWhenRefused(t *testing.T) {
+	// Three nodes that refuse every request (as a node with a wrong
+	// password does, whatever the script): Lock with a context that never
+	// ends must return after its first round, and say so.
+	ns := []Node{
+		refusingNode{"a", errReply("WRONGPASS invalid username-password pair or user is disabled.")},
+		refusingNode{"b", errReply("WRONGPASS invalid username-password pair or user is disabled.")},
+		refusingNode{"c", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}},
+	}
+	c, err := New(ns, &Options{DisableQuarantine: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Lock(context.Background(), "k", time.Second)
+	var oe *OpError
+	if !errors.Is(err, ErrRefused) || !errors.As(err, &oe) || oe.Rounds != 1 {
+		t.Fatalf("Lock = %v, want ErrRefused after one round", err)
+	}
+	if got := [3]Outcome{oe.Nodes[0].Outcome, oe.Nodes[1].Outcome, oe.Nodes[2].Outcome}; got != [3]Outcome{Refused, Refused, Failed} {
+		t.Fatalf("outcomes %v", got)
+	}
+	st := c.States()
+	if st[0].Health != NodeRefusing || st[2].Health != NodeUnreachable {
+		t.Fatalf("states %+v", st)
+	}
+
+	// One refusal of three leaves a quorum possible: the failure is
+	// ErrNoQuorum, and Lock goes on trying.
+	c2, _ := New([]Node{ns[0], ns[2], refusingNode{"d", io.EOF}}, &Options{DisableQuarantine: true, Tries: 2, RetryDelay: time.Millisecond})
+	defer c2.Close()
+	_, err = c2.Lock(context.Background(), "k", time.Second)
+	if !errors.Is(err, ErrNoQuorum) || !errors.As(err, &oe) || oe.Rounds != 2 {
+		t.Fatalf("Lock = %v, want ErrNoQuorum after two rounds", err)
+	}
+}
