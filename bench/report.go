@@ -275,7 +275,7 @@ func (r *Report) Markdown() string {
 		cfg.Duration, cfg.Reps, cfg.Duration/time.Duration(max(cfg.Reps, 1)), cfg.TTL, cfg.TunedDelay, r.Finished.Sub(r.Started).Round(time.Second))
 
 	if ts := r.Targets(); len(ts) > 0 {
-		b.WriteString("\n#### Targets (issue 6)\n\n| target | library | measured | met |\n|---|---|---|---|\n")
+		b.WriteString("\n#### Goals\n\n| target | library | measured | met |\n|---|---|---|---|\n")
 		for _, t := range ts {
 			met := "**no**"
 			if t.Met {
