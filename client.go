@@ -245,9 +245,10 @@ func (c *Client) Quorum() int { return c.quorum }
 // pause that keeps woken waiters from colliding; without an announcement
 // it tries again after a random pause around Options.RetryDelay.
 // Goroutines of one Client that wait for the same key queue up in the
-// process, so that only one of them contends at a time. A Client that has
-// just released a key to waiters holds back briefly before taking it
-// again, so that a waiter gets its turn.
+// process, so that only one of them contends at a time, and a Release by
+// one of them wakes the next without a trip through the nodes. A Client
+// that has just released a key to waiters of other clients holds back
+// briefly before taking it again, so that one of them gets its turn.
 //
 // Lock returns at once, with an error wrapping ErrRefused, when so many
 // nodes refused a round in a way that trying again cannot change (a wrong

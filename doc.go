@@ -126,7 +126,8 @@
 // Polling every Options.RetryDelay remains as the fallback, for instance
 // for locks that expire instead of being released. Goroutines of one
 // Client waiting for the same key queue in the process, so only one of
-// them contends at a time. A Client whose release woke waiters holds back
+// them contends at a time, and a release by one of them wakes the next
+// at once, without waiting for the announcement. A Client whose release woke waiters holds back
 // briefly before it takes the same key again, so that a waiter gets its
 // turn. There is no queue across processes: waiting is roughly, not
 // strictly, first come, first served.

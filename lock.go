@@ -287,7 +287,11 @@ func (l *Lock) release(ctx context.Context) error {
 	r := l.c.releaseRound(ctx, l.acq, l.key, l.token, l.fence, l.c.fenceTTL(l.ttl), expired)
 	r.decide(r.count(OK) >= l.c.quorum)
 	l.c.report(ctx, "release", l.key, 1, r)
-	if r.woke > 0 {
+	// A goroutine of this Client that waits for the key is woken at once.
+	// Otherwise, if the release woke waiters elsewhere, this Client holds
+	// back before it takes the key again, so that one of them gets its
+	// turn.
+	if local := l.c.wakeLocal(l.key); !local && r.woke > 0 {
 		l.c.noteHandoff(l.key)
 	}
 	var reason error

@@ -70,8 +70,9 @@ type waiter struct {
 // the key to waiters of other clients. Before the second it subscribes to
 // the key's release announcements and, once subscribed, returns at once:
 // a release between the first round and the subscription would otherwise
-// go unnoticed. Before later rounds it waits for an announcement, then a
-// short random pause, or else a random pause around Options.RetryDelay.
+// go unnoticed. Before later rounds it waits for an announcement, or for
+// a release by another goroutine of this Client, then a short random
+// pause; or else a random pause around Options.RetryDelay.
 func (w *waiter) wait(ctx context.Context, round int) error {
 	c := w.c
 	switch round {
@@ -92,6 +93,10 @@ func (w *waiter) wait(ctx context.Context, round int) error {
 			return ctx.Err()
 		}
 	}
+	var local <-chan struct{} // releases by this Client's goroutines
+	if w.gate != nil {
+		local = w.gate.wake
+	}
 	t := time.NewTimer(c.retryDelay())
 	defer t.Stop()
 	select {
@@ -100,8 +105,9 @@ func (w *waiter) wait(ctx context.Context, round int) error {
 	case <-t.C:
 		return nil
 	case <-w.wake:
-		return sleep(ctx, c.wakeDelay(time.Since(w.begin)))
+	case <-local:
 	}
+	return sleep(ctx, c.wakeDelay(time.Since(w.begin)))
 }
 
 // stop ends the subscription and leaves the gate.
@@ -223,6 +229,7 @@ func subscribeBounded(setup, life context.Context, nf driver.Notifier, channel s
 // own that would split the votes.
 type gate struct {
 	sem     chan struct{} // holds a token while a goroutine contends
+	wake    chan struct{} // a release by this Client wakes the contender; cap 1
 	waiters int           // goroutines holding or waiting for the gate; guarded by Client.gmu
 }
 
@@ -231,13 +238,18 @@ func (c *Client) enter(ctx context.Context, key string) (*gate, error) {
 	c.gmu.Lock()
 	g := c.gates[key]
 	if g == nil {
-		g = &gate{sem: make(chan struct{}, 1)}
+		g = &gate{sem: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
 		c.gates[key] = g
 	}
 	g.waiters++
 	c.gmu.Unlock()
 	select {
 	case g.sem <- struct{}{}:
+		// A wake meant for an earlier contender: this one tries at once.
+		select {
+		case <-g.wake:
+		default:
+		}
 		return g, nil
 	case <-ctx.Done():
 		c.forget(key, g)
@@ -259,6 +271,24 @@ func (c *Client) forget(key string, g *gate) {
 	if g.waiters--; g.waiters == 0 {
 		delete(c.gates, key)
 	}
+}
+
+// wakeLocal wakes the goroutine of this Client that contends for key, if
+// there is one, as the announcement of a release would, but without its
+// trip through the nodes. It reports whether any goroutine of this Client
+// waits for key.
+func (c *Client) wakeLocal(key string) bool {
+	c.gmu.Lock()
+	defer c.gmu.Unlock()
+	g := c.gates[key]
+	if g == nil {
+		return false
+	}
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 // handoffWindow is how long a client that has just released a key, and

@@ -74,6 +74,7 @@ func TestClient[N Node](t *testing.T, dial func(url string) (N, error)) {
 	t.Run("AutoExtendLimit", s.testAutoExtendLimit)
 	t.Run("NotifiedWaiting", s.testNotifiedWaiting)
 	t.Run("CoalescedWaiters", s.testCoalescedWaiters)
+	t.Run("HandOffInProcess", s.testHandOffInProcess)
 	t.Run("Observer", s.testObserver)
 	t.Run("Refused", s.testRefused)
 }

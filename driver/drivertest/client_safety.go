@@ -423,3 +423,25 @@ func (s *suite) testCoalescedWaiters(t *testing.T) {
 	c := s.client(t, cl.urls(), &redlock.Options{RetryDelay: time.Hour})
 	contend(t, ctxT(t), keyFor(t), 10*time.Second, 5, slices.Repeat([]*redlock.Client{c}, 6), nil)
 }
+
+// testHandOffInProcess checks that goroutines of one Client hand the lock
+// to each other without the nodes' announcements of releases: over nodes
+// that cannot announce them (plain Nodes, no driver.Notifier) and with a
+// RetryDelay of an hour, a waiter wakes only because a goroutine of its
+// own Client released the key.
+func (s *suite) testHandOffInProcess(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	nodes := make([]redlock.Node, 3)
+	for i, u := range cl.urls() {
+		nodes[i] = plainNode{s.dial(t, u)}
+	}
+	c, err := redlock.New(nodes, &redlock.Options{RetryDelay: time.Hour, DisableQuarantine: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	contend(t, ctxT(t), keyFor(t), 10*time.Second, 5, slices.Repeat([]*redlock.Client{c}, 6), nil)
+}
+
+// plainNode hides every optional interface of the Node it wraps.
+type plainNode struct{ redlock.Node }
