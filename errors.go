@@ -1,8 +1,6 @@
 package redlock
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -254,14 +252,5 @@ func refused(err error) bool {
 		}
 		return !transientCodes[code]
 	}
-	var (
-		verify   *tls.CertificateVerificationError
-		header   tls.RecordHeaderError
-		alert    tls.AlertError
-		unknown  x509.UnknownAuthorityError
-		hostname x509.HostnameError
-		invalid  x509.CertificateInvalidError
-	)
-	return errors.As(err, &verify) || errors.As(err, &header) || errors.As(err, &alert) ||
-		errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid)
+	return driver.IsCertificateError(err)
 }

@@ -20,7 +20,10 @@ package driver
 import (
 	"context"
 	"crypto/sha1"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
+	"errors"
 	"strings"
 )
 
@@ -144,3 +147,22 @@ func (s *Script) Source() string { return s.src }
 
 // SHA1 returns the hex SHA-1 digest of the source, for EVALSHA.
 func (s *Script) SHA1() string { return s.sha }
+
+// IsCertificateError reports whether err comes from a TLS connection that
+// failed for a reason that trying again cannot change: the server's
+// certificate failed verification (an unknown authority, a name that does
+// not match, an expired or otherwise invalid certificate), the server
+// sent a TLS alert (such as one asking for a client certificate), or it
+// did not speak TLS at all.
+func IsCertificateError(err error) bool {
+	var (
+		verify   *tls.CertificateVerificationError
+		header   tls.RecordHeaderError
+		alert    tls.AlertError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+	)
+	return errors.As(err, &verify) || errors.As(err, &header) || errors.As(err, &alert) ||
+		errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid)
+}

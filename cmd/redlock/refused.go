@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -28,16 +26,7 @@ func errorCode(err error) string {
 	if errors.As(err, &rerr) {
 		return (&driver.ReplyError{Msg: rerr.Error()}).Code()
 	}
-	var (
-		verify   *tls.CertificateVerificationError
-		header   tls.RecordHeaderError
-		alert    tls.AlertError
-		unknown  x509.UnknownAuthorityError
-		hostname x509.HostnameError
-		invalid  x509.CertificateInvalidError
-	)
-	if errors.As(err, &verify) || errors.As(err, &header) || errors.As(err, &alert) ||
-		errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid) {
+	if driver.IsCertificateError(err) {
 		return "TLS"
 	}
 	return ""
