@@ -67,8 +67,8 @@ func (s *suite) testRefused(t *testing.T) {
 		c := s.client(t, []string{"rediss://127.0.0.1:" + port}, nil)
 		_, err := c.Lock(ctxT(t), keyFor(t), time.Second)
 		oe := mustOpError(t, err, redlock.ErrRefused)
-		if oe.Rounds != 1 || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "certificate") {
-			t.Fatalf("error %v after %d rounds; want a refusal naming the certificate after one round", err, oe.Rounds)
+		if errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "certificate") {
+			t.Fatalf("error %v after %d rounds; want a refusal naming the certificate, without waiting for the context", err, oe.Rounds)
 		}
 	})
 	t.Run("WrongType", s.testRefusedWrongType)
@@ -195,9 +195,14 @@ func fill(t *testing.T, srv *redistest.Server) {
 // node that refused gave code; it returns the *OpError.
 func mustRefuse(t *testing.T, err error, code string) *redlock.OpError {
 	t.Helper()
+	// Lock stops at the first round in which the refusals leave no
+	// quorum; an earlier round may have failed for a reason that can pass,
+	// as when the first connection's handshake outlasts the node timeout
+	// on a loaded machine. A Lock that retried refusals would instead run
+	// until its context ended.
 	oe := mustOpError(t, err, redlock.ErrRefused)
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || oe.Rounds != 1 {
-		t.Fatalf("error %v after %d rounds; want a refusal after one round, without waiting", err, oe.Rounds)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v after %d rounds; want a refusal, without waiting for the context", err, oe.Rounds)
 	}
 	if !strings.Contains(err.Error(), code) || strings.Contains(err.Error(), "reachable") {
 		t.Errorf("error %q does not name %s, or speaks of reachability", err, code)
