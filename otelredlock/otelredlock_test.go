@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -33,23 +32,9 @@ import (
 var exampleURLs []string
 
 func TestMain(m *testing.M) {
-	var servers []*redistest.Server
-	stop := func() {
-		for _, s := range servers {
-			s.Close()
-		}
-	}
-	for range 3 {
-		s, err := redistest.New(redistest.Config{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			stop()
-			os.Exit(1)
-		}
-		servers = append(servers, s)
-		exampleURLs = append(exampleURLs, s.URL())
-	}
-	redistest.Main(m, redistest.Cleanup(stop))
+	servers, closeAll := redistest.ForMain(3, redistest.Config{})
+	exampleURLs = redistest.URLs(servers)
+	redistest.Main(m, closeAll)
 }
 
 // static is the attribute that every test's Observer adds to everything.

@@ -170,6 +170,36 @@ func (s *Server) URL() string {
 	return "redis://" + s.addr
 }
 
+// ForMain starts n servers with cfg for the tests of a package, from its
+// TestMain, before Main: it returns them, and the option that makes Main
+// close them once the tests have run. If one cannot start, ForMain closes
+// those that did, prints the error and exits the process, as a TestMain
+// would.
+//
+//	func TestMain(m *testing.M) {
+//		servers, closeAll := redistest.ForMain(3, redistest.Config{})
+//		urls = redistest.URLs(servers)
+//		redistest.Main(m, closeAll)
+//	}
+func ForMain(n int, cfg Config) ([]*Server, MainOption) {
+	servers := make([]*Server, 0, n)
+	closeAll := func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	}
+	for range n {
+		s, err := New(cfg)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			closeAll()
+			os.Exit(1)
+		}
+		servers = append(servers, s)
+	}
+	return servers, Cleanup(closeAll)
+}
+
 // URLs returns the URLs of servers, in order.
 func URLs(servers []*Server) []string {
 	urls := make([]string, len(servers))

@@ -3,9 +3,7 @@ package rueidisnode_test
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"net"
-	"os"
 	"testing"
 	"time"
 
@@ -27,23 +25,9 @@ var exampleURLs []string
 // TestMain starts the servers of the examples, runs the tests, closes the
 // servers and fails the tests if they left goroutines running.
 func TestMain(m *testing.M) {
-	var servers []*redistest.Server
-	closeAll := func() {
-		for _, s := range servers {
-			s.Close()
-		}
-	}
-	for range 3 {
-		s, err := redistest.New(redistest.Config{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			closeAll()
-			os.Exit(1)
-		}
-		servers = append(servers, s)
-	}
+	servers, closeAll := redistest.ForMain(3, redistest.Config{})
 	exampleURLs = redistest.URLs(servers)
-	redistest.Main(m, redistest.Cleanup(closeAll))
+	redistest.Main(m, closeAll)
 }
 
 // newClient returns a rueidis client of the test's own for database db of
