@@ -656,6 +656,19 @@ func clockForwardOne(r *run) {
 	}
 }
 
+// intrude has b poll for the lock on "ft:lock" until a's lock, ha, ends,
+// notes how long before that end b got in, if it did, and releases b's
+// lock: the canaries whose dropped assumption lets b in while a holds it.
+func intrude(r *run, b *Client, ha *Held, ttl time.Duration) {
+	hb := pollUntil(b, "ft:lock", ttl, ha.ClaimedUntil())
+	if hb == nil {
+		r.note("b never got in")
+		return
+	}
+	r.note("b in %v before a's lock ended", time.Duration(ha.Op.Until-hb.Op.Return).Round(time.Millisecond))
+	hb.Release(context.Background())
+}
+
 // pollUntil tries the lock every few milliseconds until it gets it or the
 // deadline passes.
 func pollUntil(cl *Client, key string, ttl time.Duration, deadline time.Time) *Held {
@@ -684,13 +697,7 @@ func clockForwardMajority(r *run) {
 	r.c.JumpClock(0, 30*time.Second)
 	r.c.JumpClock(1, 30*time.Second)
 	ha.Probe()
-	hb := pollUntil(b, "ft:lock", ttl, ha.ClaimedUntil())
-	if hb == nil {
-		r.note("b never got in")
-		return
-	}
-	r.note("b in %v before a's lock ended", time.Duration(ha.Op.Until-hb.Op.Return).Round(time.Millisecond))
-	hb.Release(ctx)
+	intrude(r, b, ha, ttl)
 	// The clocks stay ahead: keys written meanwhile expire by them.
 }
 
@@ -1175,7 +1182,6 @@ func evictUnderLock(r *run, policy string) {
 	r.aged(2 * ttl)
 	a := r.client("a", true, redlock.Options{})
 	b := r.client("b", true, redlock.Options{NodeTimeout: 50 * time.Millisecond})
-	ctx := context.Background()
 	ha := lockEverywhere(r, a, ttl, nil)
 	// Redis's LRU clock counts seconds: let a's key be older than the
 	// filler by more than one.
@@ -1195,13 +1201,7 @@ func evictUnderLock(r *run, policy string) {
 	if evicted < 2 {
 		r.Fatalf("the filler evicted a's key on only %d of the 2 full nodes", evicted)
 	}
-	hb := pollUntil(b, "ft:lock", ttl, ha.ClaimedUntil())
-	if hb == nil {
-		r.note("b never got in")
-		return
-	}
-	r.note("b in %v before a's lock ended", time.Duration(ha.Op.Until-hb.Op.Return).Round(time.Millisecond))
-	hb.Release(ctx)
+	intrude(r, b, ha, ttl)
 }
 
 // fullNoEviction: a holds the lock on all three nodes; two of them,
