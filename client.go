@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -314,7 +313,7 @@ func (c *Client) checkLock(key string, ttl time.Duration) (time.Duration, error)
 	switch {
 	case key == "":
 		return 0, invalidf("empty key")
-	case key == markerKey || strings.HasPrefix(key, fencePrefix):
+	case reserved(key):
 		return 0, invalidf("key %q is reserved for the client's own records", key)
 	}
 	ttl = ttl.Truncate(time.Millisecond)

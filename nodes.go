@@ -63,8 +63,14 @@ func (c *Client) States() []NodeState {
 // it answers, how long its process has run, the largest TTL recorded on
 // it, its clock, and from these whether it is in quarantine. It waits for
 // every node, at most Options.ReleaseTimeout.
+//
+// A node keeps its records per cluster hash slot (see [MarkerKey]); Probe
+// reads those of the slot of the empty key. The process age is the same in
+// every slot, but the largest TTL is the one used in that slot, and a slot
+// that has not yet seen its node's promotion from replica to master is
+// in quarantine only once a lock is tried in it.
 func (c *Client) Probe(ctx context.Context) []NodeState {
-	r := c.send(ctx, c.opts.ReleaseTimeout, 1, probeScript, decodeProbe, []string{markerKey}, nil, nil)
+	r := c.send(ctx, c.opts.ReleaseTimeout, 1, probeScript, decodeProbe, []string{MarkerKey("")}, nil, nil)
 	r.drain()
 	r.decide(r.count(OK) == len(c.nodes))
 	c.report(ctx, "probe", "", 1, r)

@@ -144,6 +144,7 @@ func TestCheckLock(t *testing.T) {
 		{"", time.Second, "empty key"},
 		{"redlock:node", time.Second, "reserved"},
 		{"redlock:fence:k", time.Second, "reserved"},
+		{"redlock:node:{@@@@}", time.Second, "reserved"},
 		{"redlock:nodes", time.Second, ""},
 		{"k", 0, "leaves a validity"},
 		{"k", -time.Second, "leaves a validity"},

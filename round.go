@@ -33,7 +33,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, n i
 	// and what the quarantine needs: its age and the largest TTL it knows.
 	heardAll := c.lastHeardAll()
 	r := c.send(ctx, c.nodeTimeout(ttl), 1, acquireScript, decodeAcquire,
-		[]string{key, fencePrefix + key, markerKey},
+		[]string{key, FenceKey(key), MarkerKey(key)},
 		[]string{token, msString(ttl), msString(q), msString(c.fenceTTL(ttl))}, nil)
 	r.heardAll = heardAll
 
@@ -106,7 +106,7 @@ func (c *Client) cleanUp(ctx context.Context, key, token string, acq *round) *ro
 // lock's validity.
 func (c *Client) extendRound(ctx context.Context, key, token string, ttl, timeout time.Duration) (*round, bool) {
 	r := c.send(ctx, timeout, 1, extendScript, decodeStatus,
-		[]string{key, markerKey}, []string{token, msString(ttl)}, nil)
+		[]string{key, MarkerKey(key)}, []string{token, msString(ttl)}, nil)
 	if r.collect(c.quorum, 0) {
 		return r, true
 	}
@@ -132,7 +132,7 @@ func (c *Client) extendRound(ctx context.Context, key, token string, ttl, timeou
 // Release.
 func (c *Client) releaseRound(ctx context.Context, acq *round, key, token string, fence int64, fenceTTL time.Duration, all bool) *round {
 	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, releaseScript, decodeRelease,
-		[]string{key, fencePrefix + key},
+		[]string{key, FenceKey(key)},
 		[]string{token, strconv.FormatInt(fence, 10), msString(fenceTTL)}, acq)
 	if all || !r.collect(c.quorum, 0) {
 		r.drain()

@@ -37,15 +37,6 @@ func Scripts() []*driver.Script {
 	return []*driver.Script{acquireScript, releaseScript, extendScript, probeScript}
 }
 
-// The keys the client writes besides the lock keys themselves.
-const (
-	// markerKey is the hash in which each node records when its process
-	// started and the largest TTL used on it (lua/node.lua).
-	markerKey = "redlock:node"
-	// fencePrefix starts the name of each lock's fence counter.
-	fencePrefix = "redlock:fence:"
-)
-
 // A decoded reply, as the decode function of a round makes it.
 type decoded struct {
 	outcome Outcome

@@ -521,7 +521,7 @@ func latencyEatsValidity(r *run) {
 	fences := func() []string {
 		f := make([]string, r.c.N())
 		for i := range f {
-			v, _ := r.c.Server(i).Do("GET", "redlock:fence:ft:lock")
+			v, _ := r.c.Server(i).Do("GET", redlock.FenceKey("ft:lock"))
 			f[i], _ = v.(string)
 		}
 		return f

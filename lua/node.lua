@@ -1,21 +1,34 @@
 -- node.lua: what every script that needs the node's clock and memory
 -- starts with. It is prepended to acquire.lua and probe.lua.
 --
--- The node keeps a small hash, the marker (KEYS[3] in acquire, KEYS[1] in
--- probe), with three fields:
---   start     when this redis-server process started, in microseconds of
---             the node's clock;
+-- The node keeps a small hash per cluster hash slot, the marker (KEYS[3] in
+-- acquire, KEYS[1] in probe), with four fields:
+--   start     when this redis-server process started, or was promoted from
+--             replica to master, in microseconds of the node's clock;
 --   maxttl    the largest lock TTL, in milliseconds, that any client has
---             used on the node since then;
---   lastsave  the LASTSAVE the marker last saw.
+--             used in the slot since then;
+--   lastsave  the LASTSAVE the marker last saw;
+--   replid    the replication ID the marker last saw.
 -- The marker has no expiry. A node that restarts without persistence (or
 -- is flushed) loses it together with its lock keys; the next script finds
 -- it missing and writes it anew, with the process start time read from
 -- INFO. A node that restarts from an RDB snapshot or an append-only file
 -- gets the old marker back, but not the grants made after it was saved:
 -- LASTSAVE, which Redis sets to the time it starts, tells the script to
--- look again. INFO runs only then, or after a save: it is too costly for
--- every call.
+-- look again. INFO server runs only then, or after a save: it is too
+-- costly for every call.
+--
+-- A replica promoted to master has its old master's records, but not the
+-- grants its master made after the link between them last carried them.
+-- Promotion gives the node a new replication ID and remembers that it
+-- happened (second_repl_offset is no longer -1); INFO replication, which
+-- costs about a microsecond, tells both on every call. A marker that saw
+-- another replication ID, or no marker at all, on a node promoted since
+-- its process started, is a promotion the marker has not seen: the slot
+-- starts anew, as after a restart. A marker that a reshard brought from
+-- another master (MIGRATE keeps its fields) has another replication ID too;
+-- it starts anew only if this node was ever promoted, which errs on the
+-- safe side.
 
 -- now_us returns the node's clock in microseconds. Microseconds since 1970
 -- are about 1.8e15, below 2^53, so a Lua number (a double) holds them
@@ -25,17 +38,36 @@ local function now_us()
 	return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- marker returns the process start (µs) and the largest TTL (ms) recorded
--- in the marker, writing the marker first if it is missing or may be out
--- of date.
+-- replication returns the node's replication ID and whether the node was
+-- promoted from replica to master since its process started. A server
+-- that does not say is taken to be a plain master.
+local function replication()
+	local info = redis.pcall('INFO', 'replication')
+	if type(info) ~= 'string' then
+		return '', false
+	end
+	local second = tonumber(string.match(info, 'second_repl_offset:(%-?%d+)')) or -1
+	return string.match(info, 'master_replid:(%w+)') or '', second ~= -1
+end
+
+-- marker returns the start (µs) and the largest TTL (ms) recorded in the
+-- marker, writing the marker first if it is missing or may be out of date.
 local function marker(key, now)
-	local m = redis.call('HMGET', key, 'start', 'maxttl', 'lastsave')
+	local m = redis.call('HMGET', key, 'start', 'maxttl', 'lastsave', 'replid')
 	local start, maxttl = tonumber(m[1]), tonumber(m[2]) or 0
 	local lastsave = redis.pcall('LASTSAVE')
 	if type(lastsave) ~= 'number' then
 		lastsave = 0 -- a server without LASTSAVE: rely on a missing marker
 	end
-	if not start or tonumber(m[3]) ~= lastsave then
+	local replid, promoted = replication()
+	if start and tonumber(m[3]) == lastsave and m[4] == replid then
+		return start, maxttl
+	end
+	if promoted and (not start or (m[4] and m[4] ~= replid)) then
+		-- A promotion this slot's marker has not seen: its locks may be
+		-- missing here, so the slot counts as just started.
+		start = math.max(start or 0, now)
+	else
 		-- uptime_in_seconds is the difference of two clock readings, each
 		-- cut to whole seconds: a process that started at 0.9s reads 1 at
 		-- 1.0s. A second less than it says is never more than the true
@@ -45,7 +77,7 @@ local function marker(key, now)
 		local info = redis.pcall('INFO', 'server')
 		local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or 0
 		start = math.max(start or 0, now - math.max(up - 1, 0) * 1000000)
-		redis.call('HSET', key, 'start', string.format('%d', start), 'lastsave', lastsave)
 	end
+	redis.call('HSET', key, 'start', string.format('%d', start), 'lastsave', lastsave, 'replid', replid)
 	return start, maxttl
 end

@@ -18,12 +18,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// The names of the keys the lock client keeps next to each lock.
-const (
-	fencePrefix = "redlock:fence:" // + key: the lock's fence counter
-	markerKey   = "redlock:node"   // the node's restart marker
-)
-
 func newStatusCmd(nf *nodeFlags) *cobra.Command {
 	sf := &reportFlags{}
 	cmd := &cobra.Command{
@@ -91,7 +85,7 @@ func checkKey(key string) error {
 	switch {
 	case key == "":
 		return usagef("the lock key is empty")
-	case key == markerKey || strings.HasPrefix(key, fencePrefix):
+	case key == "redlock:node" || strings.HasPrefix(key, "redlock:node:") || strings.HasPrefix(key, "redlock:fence:"):
 		return usagef("the key %q is reserved for the lock client's own records", key)
 	}
 	return nil
@@ -160,7 +154,7 @@ func readNode(ctx context.Context, rc redis.Cmdable, key string, timeout time.Du
 	_, err := rc.Pipelined(ctx, func(p redis.Pipeliner) error {
 		get = p.Get(ctx, key)
 		pttl = p.PTTL(ctx, key)
-		fence = p.Get(ctx, fencePrefix+key)
+		fence = p.Get(ctx, redlock.FenceKey(key))
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {

@@ -290,29 +290,24 @@ func scriptSteps(key string) []step {
 		releaseStep(key, "tok1", absent),
 		extendStep(key, "tok1", "1000", absent),
 		acquireStep(key, "tok2", "60000", granted),
-		{script: "probe", keys: []string{markerKey}},
+		{script: "probe", keys: []string{redlock.MarkerKey(key)}},
 	}
 }
 
-// The keys and arguments of the scripts (lua/*.lua) are spelt out here
-// only, as the lock client passes them, with no quarantine.
-const (
-	markerKey = "redlock:node"
-	fenceTTL  = "600000" // ms
-)
-
-func fenceKey(key string) string { return "redlock:fence:" + key }
+// The arguments of the scripts (lua/*.lua) are spelt out here only, as the
+// lock client passes them, with no quarantine.
+const fenceTTL = "600000" // ms
 
 func acquireStep(key, token, ttl string, want any) step {
-	return step{"acquire", []string{key, fenceKey(key), markerKey}, []string{token, ttl, "0", fenceTTL}, want}
+	return step{"acquire", []string{key, redlock.FenceKey(key), redlock.MarkerKey(key)}, []string{token, ttl, "0", fenceTTL}, want}
 }
 
 func releaseStep(key, token string, want any) step {
-	return step{"release", []string{key, fenceKey(key)}, []string{token, "0", fenceTTL}, want}
+	return step{"release", []string{key, redlock.FenceKey(key)}, []string{token, "0", fenceTTL}, want}
 }
 
 func extendStep(key, token, ttl string, want any) step {
-	return step{"extend", []string{key, markerKey}, []string{token, ttl}, want}
+	return step{"extend", []string{key, redlock.MarkerKey(key)}, []string{token, ttl}, want}
 }
 
 // eval runs st on n and returns the reply.

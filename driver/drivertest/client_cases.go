@@ -23,7 +23,7 @@ func (s *suite) testScripts(t *testing.T) {
 	srv := redistest.Start(t, redistest.Config{})
 	node := s.dial(t, srv.URL())
 	ctx, key := ctxT(t), keyFor(t)
-	fenceKey, marker := "redlock:fence:"+key, "redlock:node"
+	fenceKey, marker := redlock.FenceKey(key), redlock.MarkerKey(key)
 	acquire, release, extend := Script(t, "acquire"), Script(t, "release"), Script(t, "extend")
 	eval := func(sc *driver.Script, keys []string, args ...string) any {
 		t.Helper()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -138,16 +139,22 @@ func (s *suite) testQuarantine(t *testing.T, disabled, snapshot bool) {
 	// nodes within A's TTL, even on a loaded machine.
 	a := s.quarantineClient(t, cl.urls(), &redlock.Options{NodeTimeout: 500 * time.Millisecond})
 	b := s.quarantineClient(t, cl.urls(), &redlock.Options{DisableQuarantine: disabled, NodeTimeout: 500 * time.Millisecond})
-	ctx, key := ctxT(t), keyFor(t)
+	// The key is in the hash slot whose records Probe reads, so that
+	// Probe reports the TTL A used.
+	ctx, key := ctxT(t), probedSlotKey(t)
 	if snapshot {
-		// Write the markers, then save them. (The test harness runs
-		// redis-server with --save "", but a server loads dump.rdb at
-		// start whenever there is one.)
-		st := b.Probe(ctx)
-		for i, srv := range cl.servers {
-			if st[i].Health == redlock.NodeUnreachable {
-				t.Fatalf("node %d unreachable: %v", i, st[i].Err)
-			}
+		// Write the markers of the key's slot (a lock taken and given
+		// back), then save them. (The test harness runs redis-server with
+		// --save "", but a server loads dump.rdb at start whenever there
+		// is one.)
+		l, err := b.TryLock(ctx, key, ttlA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, srv := range cl.servers {
 			srv.MustDo(t, "SAVE")
 		}
 	}
@@ -163,7 +170,7 @@ func (s *suite) testQuarantine(t *testing.T, disabled, snapshot bool) {
 		if err := srv.Restart(); err != nil {
 			t.Fatal(err)
 		}
-		if snapshot && srv.MustDo(t, "EXISTS", "redlock:node") != int64(1) {
+		if snapshot && srv.MustDo(t, "EXISTS", redlock.MarkerKey(key)) != int64(1) {
 			t.Fatal("the restarted node did not load its marker from the snapshot")
 		}
 	}
@@ -445,3 +452,10 @@ func (s *suite) testHandOffInProcess(t *testing.T) {
 
 // plainNode hides every optional interface of the Node it wraps.
 type plainNode struct{ redlock.Node }
+
+// probedSlotKey returns a key for the test in the hash slot whose records
+// [redlock.Client.Probe] reads: the key has the tag of that slot's marker.
+func probedSlotKey(t *testing.T) string {
+	m := redlock.MarkerKey("")
+	return m[strings.IndexByte(m, '{'):] + keyFor(t)
+}

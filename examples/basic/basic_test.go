@@ -71,7 +71,7 @@ func TestRun(t *testing.T) {
 	// node's counter to at least that.
 	exact, gone := false, 0
 	for _, s := range servers {
-		v := s.MustDo(t, "GET", "redlock:fence:"+key)
+		v := s.MustDo(t, "GET", redlock.FenceKey(key))
 		str, ok := v.(string)
 		if !ok {
 			t.Fatalf("%s: fence counter is %v (%T), want a number", s.Addr(), v, v)

@@ -70,14 +70,14 @@ func run() error {
 	for _, s := range redlock.Scripts() {
 		src[s.Name()] = s.Source()
 	}
-	lock := func(k string) []string { return []string{k, "redlock:fence:" + k, "redlock:node"} }
-	fenced := func(k string) []string { return []string{k, "redlock:fence:" + k} }
+	lock := func(k string) []string { return []string{k, redlock.FenceKey(k), redlock.MarkerKey(k)} }
+	fenced := func(k string) []string { return []string{k, redlock.FenceKey(k)} }
 	one := func(k string) []string { return []string{k} }
 	vs := []variant{
 		{name: "SET NX PX (plain command; redsync's acquire)", keys: one},
 		{name: "a script that only does SET NX PX", script: "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])", keys: one, args: []any{token, "10000"}},
 		{name: "redlock acquire", script: src["acquire"], keys: lock, args: []any{token, "10000", "0", "100000"}},
-		{name: "redlock extend", script: src["extend"], setup: true, keys: func(k string) []string { return []string{k, "redlock:node"} }, args: []any{token, "10000"}},
+		{name: "redlock extend", script: src["extend"], setup: true, keys: func(k string) []string { return []string{k, redlock.MarkerKey(k)} }, args: []any{token, "10000"}},
 		{name: "redlock release (fence = the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "0", "100000"}},
 		{name: "redlock release (fence above the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "9000000000000000", "100000"}},
 		{name: "compare-and-delete (redsync's release)", script: `local v = redis.call("GET", KEYS[1])

@@ -1,0 +1,156 @@
+package redlock
+
+import "strings"
+
+// This file names the keys the client writes besides the lock keys. Every
+// script call touches the lock key and some of these records, and a Redis
+// Cluster node runs a script only if all its keys are in one hash slot
+// (else CROSSSLOT). So each record is named to hash to the slot of the
+// lock key it serves, whatever bytes that key holds.
+//
+// Redis hashes a key by its hash tag, the bytes between the first "{" and
+// the first "}" after it, when there are any; else by the whole key. A lock
+// key with a tag keeps its fence counter's name, "redlock:fence:" + key,
+// which has the same tag. Any other key gets "redlock:fence:{T}" + key,
+// where T is the slot's tag: four bytes from "@" to "O" whose CRC16 is the
+// key's slot (see slotTag). The node's marker is one hash per slot,
+// "redlock:node:{T}": at most 16384 of them, however many keys are locked.
+
+const (
+	// fencePrefix starts the name of each lock's fence counter.
+	fencePrefix = "redlock:fence:"
+	// markerPrefix starts the name of each slot's node marker.
+	markerPrefix = "redlock:node:"
+	// oldMarker is the one marker per node that versions before 0.3 wrote;
+	// it stays reserved so that no lock can clobber it.
+	oldMarker = "redlock:node"
+)
+
+// FenceKey returns the name of the counter from which a node draws the
+// fences of the lock on key. It hashes to the same cluster slot as key.
+func FenceKey(key string) string {
+	if hasTag(key) {
+		return fencePrefix + key
+	}
+	return fencePrefix + "{" + slotTag(keySlot(key)) + "}" + key
+}
+
+// MarkerKey returns the name of the hash in which a node records when its
+// process started, the largest TTL used on it and its replication ID, for
+// the locks in key's cluster slot (see the package documentation on
+// restarts). It hashes to the same slot as key.
+func MarkerKey(key string) string {
+	return markerPrefix + "{" + slotTag(keySlot(key)) + "}"
+}
+
+// reserved reports whether key names one of the client's own records.
+func reserved(key string) bool {
+	return key == oldMarker || strings.HasPrefix(key, markerPrefix) || strings.HasPrefix(key, fencePrefix)
+}
+
+// hasTag reports whether key has a hash tag: a "{" followed, later, by a
+// "}" with at least one byte between them.
+func hasTag(key string) bool {
+	_, ok := hashTag(key)
+	return ok
+}
+
+// hashTag returns the part of key that Redis Cluster hashes when it is not
+// the whole key.
+func hashTag(key string) (string, bool) {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return "", false
+	}
+	n := strings.IndexByte(key[open+1:], '}')
+	if n <= 0 {
+		return "", false
+	}
+	return key[open+1 : open+1+n], true
+}
+
+// keySlot returns the Redis Cluster hash slot of key.
+func keySlot(key string) uint16 {
+	if tag, ok := hashTag(key); ok {
+		key = tag
+	}
+	return crc16(key) & (slots - 1)
+}
+
+const slots = 16384
+
+// crc16 is the CRC16 that Redis Cluster uses: CCITT polynomial 0x1021,
+// initial value 0, no reflection (XMODEM).
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// A CRC with initial value 0 is linear over GF(2) for messages of one
+// length: crc(a ^ b) = crc(a) ^ crc(b). slotTag uses this to find, for any
+// slot, four bytes in 0x40–0x4F ("@" to "O", no braces) that hash to it:
+// the low nibbles of the four bytes are 16 free bits, and the CRC maps them
+// to the 16 bits of the result one to one. tagBase is the CRC of "@@@@"
+// and tagInverse[b] the nibbles that flip bit b of the CRC alone.
+var tagBase, tagInverse = tagSolver()
+
+// slotTag returns the four-byte tag of a slot.
+func slotTag(slot uint16) string {
+	var nibbles uint16
+	need := slot ^ tagBase // the wanted CRC has its top two bits zero
+	for b := range 16 {
+		if need&(1<<b) != 0 {
+			nibbles ^= tagInverse[b]
+		}
+	}
+	var t [4]byte
+	for i := range t {
+		t[i] = '@' | byte(nibbles>>(4*i))&0xF
+	}
+	return string(t[:])
+}
+
+// tagSolver inverts the map from the tag's nibbles to its CRC by Gaussian
+// elimination. The map is invertible (TestSlotTag checks every slot); if it
+// were not, some slot would get a wrong tag and the test would say so.
+func tagSolver() (base uint16, inverse [16]uint16) {
+	const zero = "@@@@"
+	base = crc16(zero)
+	// rows[i]: the CRC change (low 16 bits) and, above them, the nibble
+	// bits that cause it.
+	var rows [16]uint32
+	for i := range rows {
+		b := []byte(zero)
+		b[i/4] ^= 1 << (i % 4)
+		rows[i] = uint32(crc16(string(b))^base) | 1<<(16+i)
+	}
+	for col := range 16 {
+		p := col
+		for p < 16 && rows[p]&(1<<col) == 0 {
+			p++
+		}
+		if p == 16 {
+			continue
+		}
+		rows[col], rows[p] = rows[p], rows[col]
+		for i := range rows {
+			if i != col && rows[i]&(1<<col) != 0 {
+				rows[i] ^= rows[col]
+			}
+		}
+	}
+	for b := range inverse {
+		inverse[b] = uint16(rows[b] >> 16)
+	}
+	return base, inverse
+}
