@@ -51,7 +51,10 @@ var errDeadline = fmt.Errorf("%w: its validity ended without an extension", ErrL
 // Key returns the lock's key.
 func (l *Lock) Key() string { return l.key }
 
-// Token returns the random token that marks this acquisition on the nodes.
+// Token returns the value that marks this acquisition on the nodes: a
+// random token and, after a space, the owner's label (Options.Owner). It
+// is the lock's secret: whoever knows it can release the lock. Show ID
+// instead.
 func (l *Lock) Token() string { return l.token }
 
 // TTL returns the time to live the lock was obtained with.

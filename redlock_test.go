@@ -194,9 +194,10 @@ func TestRetryDelayJitter(t *testing.T) {
 func TestTokens(t *testing.T) {
 	seen := map[string]bool{}
 	for range 10000 {
-		tok := newToken()
-		if len(tok) != 32 || strings.ContainsAny(tok, "+/=") {
-			t.Fatalf("token %q: want 32 URL-safe characters", tok)
+		v := newToken("host:1 x")
+		tok, owner, ok := strings.Cut(v, " ")
+		if !ok || owner != "host:1 x" || len(tok) != 32 || strings.ContainsAny(tok, "+/= ") {
+			t.Fatalf("value %q: want 32 URL-safe characters, a space and the owner", v)
 		}
 		if seen[tok] {
 			t.Fatalf("token %q repeated", tok)
@@ -253,6 +254,45 @@ func TestDecode(t *testing.T) {
 	}
 	if d := decodeProbe([]any{int64(-1), int64(2), int64(3)}); d.outcome != Failed {
 		t.Errorf("decodeProbe of a negative age = %+v", d)
+	}
+	held := []any{int64(1), "0123456789ab", "host:1", int64(1500), int64(77), int64(5000), int64(9000), "1795240000000000"}
+	want := decoded{outcome: OK, holder: "0123456789ab", owner: "host:1", ttl: 1500 * ms, fence: 77, age: 5000 * ms, maxTTL: 9000 * ms, clock: 1795240000000000}
+	if d := decodeInspect(held); d != want {
+		t.Errorf("decodeInspect = %+v, want %+v", d, want)
+	}
+	free := []any{int64(0), "", "", int64(0), int64(0), int64(-1), int64(0), "1"}
+	if d := decodeInspect(free); d != (decoded{outcome: OK, age: -1, clock: 1}) {
+		t.Errorf("decodeInspect of a free key without records = %+v", d)
+	}
+	if d := decodeForce([]any{int64(1), "0123456789ab", "", int64(20), int64(2)}); d != (decoded{outcome: OK, holder: "0123456789ab", ttl: 20 * ms, woke: 2}) {
+		t.Errorf("decodeForce = %+v", d)
+	}
+	for _, v := range []any{
+		held[:7],
+		append([]any{int64(2)}, held[1:]...),      // held is 0 or 1
+		append([]any{int64(1), ""}, held[2:]...),  // a held key has an ID
+		append(append([]any{}, held[:7]...), "x"), // the clock is a number
+		append([]any{int64(1), int64(5)}, held[2:]...),
+	} {
+		if d := decodeInspect(v); d.outcome != Failed || d.err == nil {
+			t.Errorf("decodeInspect(%#v) = %+v, want Failed", v, d)
+		}
+	}
+	for _, v := range []any{[]any{int64(1), "id", "", int64(20)}, []any{int64(1), "id", "", int64(20), int64(-1)}} {
+		if d := decodeForce(v); d.outcome != Failed || d.err == nil {
+			t.Errorf("decodeForce(%#v) = %+v, want Failed", v, d)
+		}
+	}
+}
+
+func TestTokenID(t *testing.T) {
+	// The first 12 hex digits of SHA-1("abc"), as redis.sha1hex gives them
+	// (the conformance tests compare the two on real servers).
+	if got := tokenID("abc owner with spaces"); got != "a9993e364706" {
+		t.Errorf("tokenID = %q", got)
+	}
+	if tokenID("abc") != tokenID("abc other") {
+		t.Error("the owner label changes the ID")
 	}
 }
 

@@ -23,9 +23,9 @@ import (
 
 // acquire makes acquisition round n for the lock on key: steps 1 to 5.
 func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, n int) (*Lock, *OpError) {
-	// Step 1: a fresh token; t0 is read in send, just before the first
-	// request goes out.
-	token := newToken()
+	// Step 1: a fresh token, which carries the owner's label; t0 is read
+	// in send, just before the first request goes out.
+	token := newToken(c.opts.Owner)
 	q := c.quarantineFor(ttl)
 
 	// Step 2: SET key token NX PX ttl on all nodes at once, each request

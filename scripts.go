@@ -24,17 +24,27 @@ var (
 	extendSrc string
 	//go:embed lua/probe.lua
 	probeSrc string
+	//go:embed lua/holder.lua
+	holderSrc string
+	//go:embed lua/inspect.lua
+	inspectSrc string
+	//go:embed lua/force.lua
+	forceSrc string
 
 	acquireScript = driver.NewScript("acquire", nodeSrc+acquireSrc)
 	releaseScript = driver.NewScript("release", releaseSrc)
 	extendScript  = driver.NewScript("extend", extendSrc)
 	probeScript   = driver.NewScript("probe", nodeSrc+probeSrc)
+	// inspect writes nothing, which its flags tell Redis, so that it runs
+	// on replicas and on a node out of memory too.
+	inspectScript = driver.NewScript("inspect", "#!lua flags=no-writes\n"+holderSrc+inspectSrc)
+	forceScript   = driver.NewScript("force", holderSrc+forceSrc)
 )
 
 // Scripts returns every script the client may run, so that a node can
 // load them ahead of time (SCRIPT LOAD) if it wishes.
 func Scripts() []*driver.Script {
-	return []*driver.Script{acquireScript, releaseScript, extendScript, probeScript}
+	return []*driver.Script{acquireScript, releaseScript, extendScript, probeScript, inspectScript, forceScript}
 }
 
 // A decoded reply, as the decode function of a round makes it.
@@ -44,8 +54,10 @@ type decoded struct {
 	fence   int64         // OK from acquire: the node's fence
 	age     time.Duration // acquire, probe: how long ago the node's process started
 	maxTTL  time.Duration // acquire, probe: the largest TTL the node has seen
-	clock   int64         // probe: the node's clock in ms since 1970
-	woke    int64         // release: how many waiters the node told
+	clock   int64         // probe: the node's clock in ms since 1970; inspect: in µs
+	woke    int64         // release, force: how many waiters the node told
+	holder  string        // inspect, force: the ID of the token the key holds; "" if none
+	owner   string        // inspect, force: the owner label the key holds
 	err     error
 }
 
@@ -109,6 +121,69 @@ func decodeProbe(v any) decoded {
 		return unexpected("probe", v)
 	}
 	return decoded{outcome: OK, age: millis(a[0]), maxTTL: millis(a[1]), clock: a[2]}
+}
+
+// decodeInspect decodes the reply of the inspect script: {held, id, owner,
+// pttl, fence, age, maxttl, clock}, with age -1 for a slot without records
+// and clock, in µs, as a string.
+func decodeInspect(v any) decoded {
+	a, ok := v.([]any)
+	if !ok || len(a) != 8 {
+		return unexpected("inspect", v)
+	}
+	d, ok := decodeHolder(a[:4])
+	if !ok {
+		return unexpected("inspect", v)
+	}
+	fence, ok1 := a[4].(int64)
+	age, ok2 := a[5].(int64)
+	maxTTL, ok3 := a[6].(int64)
+	clock, ok4 := a[7].(string)
+	us, err := strconv.ParseInt(clock, 10, 64)
+	if !ok1 || !ok2 || !ok3 || !ok4 || err != nil || !fitsMillis(max(age, 0)) || !fitsMillis(maxTTL) {
+		return unexpected("inspect", v)
+	}
+	d.fence, d.age, d.maxTTL, d.clock = fence, millis(age), millis(maxTTL), us
+	if age < 0 {
+		d.age = -1
+	}
+	return d
+}
+
+// decodeForce decodes the reply of the force script: {removed, id, owner,
+// pttl, told}.
+func decodeForce(v any) decoded {
+	a, ok := v.([]any)
+	if !ok || len(a) != 5 {
+		return unexpected("force", v)
+	}
+	d, ok := decodeHolder(a[:4])
+	told, ok1 := a[4].(int64)
+	if !ok || !ok1 || told < 0 {
+		return unexpected("force", v)
+	}
+	d.woke = told
+	return d
+}
+
+// decodeHolder decodes {held, id, owner, pttl}, which the inspect and force
+// scripts' replies start with.
+func decodeHolder(a []any) (decoded, bool) {
+	held, ok1 := a[0].(int64)
+	id, ok2 := a[1].(string)
+	owner, ok3 := a[2].(string)
+	pttl, ok4 := a[3].(int64)
+	if !ok1 || !ok2 || !ok3 || !ok4 || (held != 0 && held != 1) {
+		return decoded{}, false
+	}
+	d := decoded{outcome: OK}
+	if held == 1 {
+		if id == "" || !fitsMillis(max(pttl, 0)) {
+			return decoded{}, false
+		}
+		d.holder, d.owner, d.ttl = id, owner, millis(max(pttl, 0))
+	}
+	return d, true
 }
 
 // ints returns v as n integers, if it is an array of exactly n integers.

@@ -39,13 +39,11 @@ local function now_us()
 end
 
 -- replication returns the node's replication ID and whether the node was
--- promoted from replica to master since its process started. A server
--- that does not say is taken to be a plain master.
+-- promoted from replica to master since its process started. INFO is
+-- called, not pcalled: a user whose ACL denies it gets the error (NOPERM),
+-- rather than a client that cannot see promotions.
 local function replication()
-	local info = redis.pcall('INFO', 'replication')
-	if type(info) ~= 'string' then
-		return '', false
-	end
+	local info = redis.call('INFO', 'replication')
 	local second = tonumber(string.match(info, 'second_repl_offset:(%-?%d+)')) or -1
 	return string.match(info, 'master_replid:(%w+)') or '', second ~= -1
 end
@@ -74,8 +72,7 @@ local function marker(key, now)
 		-- age, so the node's age is never overstated. A server that does
 		-- not report its uptime is taken to have just started. A start
 		-- only ever moves forward, which errs on the safe side too.
-		local info = redis.pcall('INFO', 'server')
-		local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or 0
+		local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) or 0
 		start = math.max(start or 0, now - math.max(up - 1, 0) * 1000000)
 	end
 	redis.call('HSET', key, 'start', string.format('%d', start), 'lastsave', lastsave, 'replid', replid)

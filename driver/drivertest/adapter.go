@@ -291,7 +291,17 @@ func scriptSteps(key string) []step {
 		extendStep(key, "tok1", "1000", absent),
 		acquireStep(key, "tok2", "60000", granted),
 		{script: "probe", keys: []string{redlock.MarkerKey(key)}},
+		inspectStep(key, granted), // tok2 holds the key
+		// A lock of its own for the operator's scripts, so that key is
+		// left held by tok2.
+		acquireStep(key+":forced", "tok1", "60000", granted),
+		{script: "force", keys: []string{key + ":forced", redlock.FenceKey(key + ":forced")}, args: []string{"0", fenceTTL}, want: done},
+		inspectStep(key+":forced", absent),
 	}
+}
+
+func inspectStep(key string, want any) step {
+	return step{"inspect", []string{key, redlock.FenceKey(key), redlock.MarkerKey(key)}, nil, want}
 }
 
 // The arguments of the scripts (lua/*.lua) are spelt out here only, as the

@@ -77,6 +77,7 @@ func TestClient[N Node](t *testing.T, dial func(url string) (N, error)) {
 	t.Run("HandOffInProcess", s.testHandOffInProcess)
 	t.Run("Observer", s.testObserver)
 	t.Run("Refused", s.testRefused)
+	t.Run("Operations", s.testOperations)
 }
 
 // A suite runs the cases of TestClient through one adapter.

@@ -1,0 +1,37 @@
+-- force.lua: delete a lock on one node whatever token holds it, for an
+-- operator who has decided that its owner is gone. Runs after holder.lua.
+--
+-- KEYS[1]  the lock key
+-- KEYS[2]  the lock's fence counter
+-- ARGV[1]  the fence floor: the largest fence counter the operator's
+--          client read on any node
+-- ARGV[2]  the time to live of the fence counter, in milliseconds
+--
+-- Returns {removed, id, owner, pttl, told}: removed is 1 when the key held
+-- a lock and was deleted, with id and owner as holder gives them, pttl the
+-- time it had left and told the number of waiters told of the release.
+--
+-- Like release.lua, it deletes first (a full node still allows DEL) and
+-- raises the fence counter to the floor, so that the next owner's fence
+-- exceeds the removed owner's on every node, and fence-checking resources
+-- refuse the removed owner's late writes.
+local v = redis.call('GET', KEYS[1])
+local removed, id, owner, pttl, told = 0, '', '', 0, 0
+if v then
+	pttl = redis.call('PTTL', KEYS[1])
+	redis.call('DEL', KEYS[1])
+	removed = 1
+	id, owner = holder(v)
+	told = redis.pcall('PUBLISH', 'redlock:released:' .. KEYS[1], '')
+	if type(told) ~= 'number' then
+		told = 0
+	end
+end
+local c = tonumber(redis.call('GET', KEYS[2]))
+if not c or c < tonumber(ARGV[1]) then
+	local r = redis.pcall('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+	if type(r) == 'table' and r.err and not string.find(r.err, '^%-?OOM') then
+		return redis.error_reply(r.err)
+	end
+end
+return {removed, id, owner, pttl, told}

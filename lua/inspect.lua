@@ -1,0 +1,30 @@
+-- inspect.lua: what one node holds for a lock, read without writing
+-- anything. Runs after holder.lua.
+--
+-- KEYS[1]  the lock key
+-- KEYS[2]  the lock's fence counter
+-- KEYS[3]  the node marker of the key's slot (see node.lua)
+--
+-- Returns {held, id, owner, pttl, fence, age, maxttl, clock}: held is 1 when the
+-- key holds a lock, with id and owner as holder gives them and pttl its
+-- remaining time to live in milliseconds (-1 for a key without expiry,
+-- which a lock never is); fence is the fence counter (0 if none); age is
+-- how long ago the marker's start lies, -1 without a marker, and maxttl
+-- the largest TTL the marker records, both in milliseconds; clock is the
+-- node's clock in microseconds since 1970, from which the node draws its
+-- fences when its counter is behind (see acquire.lua).
+local held, id, owner, pttl = 0, '', '', 0
+local v = redis.call('GET', KEYS[1])
+if v then
+	held, pttl = 1, redis.call('PTTL', KEYS[1])
+	id, owner = holder(v)
+end
+local fence = tonumber(redis.call('GET', KEYS[2])) or 0
+local m = redis.call('HMGET', KEYS[3], 'start', 'maxttl')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local age = -1
+if m[1] then
+	age = math.max(math.floor((now - tonumber(m[1])) / 1000), 0)
+end
+return {held, id, owner, pttl, fence, age, tonumber(m[2]) or 0, string.format('%d', now)}
