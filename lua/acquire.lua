@@ -28,7 +28,7 @@
 -- has not gone back. It is written with %d: tostring would print 1.8e+15.
 local now = now_us()
 local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
-local start, maxttl = marker(KEYS[3], now)
+local start, maxttl = marker(KEYS[3], now, quarantine > 0)
 if quarantine > maxttl or ttl > maxttl then
 	maxttl = math.max(quarantine, ttl, maxttl)
 	redis.call('HSET', KEYS[3], 'maxttl', maxttl)

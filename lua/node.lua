@@ -38,29 +38,36 @@ local function now_us()
 	return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- replication returns the node's replication ID and whether the node was
--- promoted from replica to master since its process started. INFO is
--- called, not pcalled: a user whose ACL denies it gets the error (NOPERM),
--- rather than a client that cannot see promotions.
-local function replication()
-	local info = redis.call('INFO', 'replication')
-	local second = tonumber(string.match(info, 'second_repl_offset:(%-?%d+)')) or -1
-	return string.match(info, 'master_replid:(%w+)') or '', second ~= -1
-end
-
 -- marker returns the start (µs) and the largest TTL (ms) recorded in the
 -- marker, writing the marker first if it is missing or may be out of date.
-local function marker(key, now)
+-- With promotions false, a caller that will not use the start (a client
+-- without quarantine) saves the INFO call that a promotion needs: the next
+-- caller that asks sees the promotion.
+--
+-- INFO is called, not pcalled: a user whose ACL denies it gets the error
+-- (NOPERM) rather than a client that cannot see restarts and promotions.
+-- On the common path, a marker up to date, the replication ID is only
+-- looked for in the INFO text; it is parsed only to write a marker.
+local function marker(key, now, promotions)
 	local m = redis.call('HMGET', key, 'start', 'maxttl', 'lastsave', 'replid')
 	local start, maxttl = tonumber(m[1]), tonumber(m[2]) or 0
 	local lastsave = redis.pcall('LASTSAVE')
 	if type(lastsave) ~= 'number' then
 		lastsave = 0 -- a server without LASTSAVE: rely on a missing marker
 	end
-	local replid, promoted = replication()
-	if start and tonumber(m[3]) == lastsave and m[4] == replid then
-		return start, maxttl
+	local repl
+	if start and tonumber(m[3]) == lastsave and m[4] then
+		if not promotions then
+			return start, maxttl
+		end
+		repl = redis.call('INFO', 'replication')
+		if string.find(repl, 'master_replid:' .. m[4] .. '\r', 1, true) then
+			return start, maxttl
+		end
 	end
+	repl = repl or redis.call('INFO', 'replication')
+	local replid = string.match(repl, 'master_replid:(%w+)') or ''
+	local promoted = (tonumber(string.match(repl, 'second_repl_offset:(%-?%d+)')) or -1) ~= -1
 	if promoted and (not start or (m[4] and m[4] ~= replid)) then
 		-- A promotion this slot's marker has not seen: its locks may be
 		-- missing here, so the slot counts as just started.

@@ -7,5 +7,5 @@
 -- started and the largest TTL recorded on the node, in milliseconds, and the
 -- node's clock in milliseconds since 1970.
 local now = now_us()
-local start, maxttl = marker(KEYS[1], now)
+local start, maxttl = marker(KEYS[1], now, true)
 return {math.max(math.floor((now - start) / 1000), 0), maxttl, math.floor(now / 1000)}

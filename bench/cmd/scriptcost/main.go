@@ -2,10 +2,13 @@
 // beside what redsync sends: the usec_per_call of INFO commandstats, after
 // CONFIG RESETSTAT, over many calls pipelined to a redis-server it starts
 // (or to -addr). Every acquire takes a fresh key, as an uncontended lock
-// does, with the quarantine argument 0 (a server started for the run is
-// younger than any TTL, and would refuse): the script still reads the
-// clock and the node's marker, so it costs what it costs on an old node.
-// Release and extend run on keys an unmeasured acquire just took.
+// does, with restart quarantine on, as a Client has it by default; the
+// node must have run for longer than the TTL (10s) to grant, so a server
+// started for the run is given that time first.
+// Before each measurement the markers of all 16384 hash slots are written,
+// as on a node in service, so that no measured call pays for the first
+// use of its slot. Release and extend run on keys an unmeasured acquire
+// just took.
 //
 //	cd bench && go run ./cmd/scriptcost -n 100000 -reps 5
 //
@@ -24,6 +27,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/redistest"
@@ -37,6 +41,7 @@ type variant struct {
 	name   string
 	script string // Lua source; "" for a plain SET NX PX
 	setup  bool   // acquire the keys first (not measured)
+	grants bool   // each call must leave its key set
 	keys   func(k string) []string
 	args   []any
 }
@@ -61,6 +66,8 @@ func run() error {
 		}
 		defer s.Close()
 		*addr = s.Addr()
+		fmt.Fprintln(os.Stderr, "scriptcost: letting the new server outlive the 10s TTL, so that quarantine lets it grant")
+		time.Sleep(12 * time.Second)
 	}
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: *addr})
@@ -76,14 +83,14 @@ func run() error {
 	vs := []variant{
 		{name: "SET NX PX (plain command; redsync's acquire)", keys: one},
 		{name: "a script that only does SET NX PX", script: "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])", keys: one, args: []any{token, "10000"}},
-		{name: "redlock acquire", script: src["acquire"], keys: lock, args: []any{token, "10000", "0", "100000"}},
+		{name: "redlock acquire", script: src["acquire"], keys: lock, args: []any{token, "10000", "1", "100000"}, grants: true},
 		{name: "redlock extend", script: src["extend"], setup: true, keys: func(k string) []string { return []string{k, redlock.MarkerKey(k)} }, args: []any{token, "10000"}},
 		{name: "redlock release (fence = the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "0", "100000"}},
 		{name: "redlock release (fence above the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "9000000000000000", "100000"}},
 		{name: "compare-and-delete (redsync's release)", script: `local v = redis.call("GET", KEYS[1])
 if v == ARGV[1] then return redis.call("DEL", KEYS[1]) elseif v == false then return -1 else return 0 end`, setup: true, keys: one, args: []any{token}},
 	}
-	m := measurer{c: c, n: *n, pipe: *pipe, acquire: src["acquire"]}
+	m := measurer{c: c, n: *n, pipe: *pipe, acquire: src["acquire"], warm: slotKeys()}
 	fmt.Printf("| command | µs per call (%d × %d calls) | inside: µs per call × calls |\n|---|---|---|\n", *reps, *n)
 	for _, v := range vs {
 		var per []string
@@ -105,6 +112,22 @@ type measurer struct {
 	c       *redis.Client
 	n, pipe int
 	acquire string
+	warm    []string // a key in each hash slot
+}
+
+// slotKeys returns a key in each of the 16384 hash slots, found by trying
+// names until every slot's marker has one.
+func slotKeys() []string {
+	seen := make(map[string]bool, 16384)
+	var keys []string
+	for i := 0; len(keys) < 16384; i++ {
+		k := fmt.Sprintf("warm:%d", i)
+		if m := redlock.MarkerKey(k); !seen[m] {
+			seen[m] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // measure runs v n times on a flushed server and returns the µs per call
@@ -119,12 +142,16 @@ func (m *measurer) measure(ctx context.Context, v variant, rep int) (float64, st
 	if err != nil {
 		return 0, "", err
 	}
+	acquire := func(p redis.Pipeliner, k string) {
+		p.EvalSha(ctx, acq, []string{k, redlock.FenceKey(k), redlock.MarkerKey(k)}, token, "10000", "1", "100000")
+	}
+	// A node in service has the marker of every hash slot that a lock has
+	// used: write them all, with one lock per slot, before measuring.
+	if err := m.batches(ctx, len(m.warm), func(p redis.Pipeliner, i int) { acquire(p, m.warm[i]) }); err != nil {
+		return 0, "", err
+	}
 	if v.setup {
-		err := m.pipeline(ctx, func(p redis.Pipeliner, i int) {
-			k := key(i)
-			p.EvalSha(ctx, acq, []string{k, "redlock:fence:" + k, "redlock:node"}, token, "10000", "0", "100000")
-		})
-		if err != nil {
+		if err := m.pipeline(ctx, func(p redis.Pipeliner, i int) { acquire(p, key(i)) }); err != nil {
 			return 0, "", err
 		}
 	}
@@ -151,6 +178,11 @@ func (m *measurer) measure(ctx context.Context, v variant, rep int) (float64, st
 	if err != nil {
 		return 0, "", err
 	}
+	if v.grants {
+		if n, err := c.Exists(ctx, key(0), key(m.n-1)).Result(); err != nil || n != 2 {
+			return 0, "", fmt.Errorf("the calls did not take their keys (%d of 2 checked, %v): is the node younger than the TTL?", n, err)
+		}
+	}
 	main := "evalsha"
 	if sha == "" {
 		main = "set"
@@ -172,11 +204,16 @@ func (m *measurer) measure(ctx context.Context, v variant, rep int) (float64, st
 	return stats[main].usec, strings.Join(parts, "; "), nil
 }
 
-// pipeline calls f for 0 ≤ i < n, sending the commands pipe at a time.
+// pipeline calls f for 0 ≤ i < m.n, sending the commands pipe at a time.
 func (m *measurer) pipeline(ctx context.Context, f func(p redis.Pipeliner, i int)) error {
-	for i := 0; i < m.n; i += m.pipe {
+	return m.batches(ctx, m.n, f)
+}
+
+// batches calls f for 0 ≤ i < n, sending the commands pipe at a time.
+func (m *measurer) batches(ctx context.Context, n int, f func(p redis.Pipeliner, i int)) error {
+	for i := 0; i < n; i += m.pipe {
 		p := m.c.Pipeline()
-		for j := i; j < min(i+m.pipe, m.n); j++ {
+		for j := i; j < min(i+m.pipe, n); j++ {
 			f(p, j)
 		}
 		cmds, _ := p.Exec(ctx)
@@ -194,8 +231,9 @@ type stat struct {
 	usec  float64
 }
 
-// commandstats returns INFO commandstats by command, without CONFIG and
-// INFO themselves.
+// commandstats returns INFO commandstats by command, without the CONFIG
+// RESETSTAT before it. The INFO that reads them is not counted in its own
+// reply: the INFO calls listed are the scripts'.
 func commandstats(ctx context.Context, c *redis.Client) (map[string]stat, error) {
 	info, err := c.Info(ctx, "commandstats").Result()
 	if err != nil {
@@ -206,7 +244,7 @@ func commandstats(ctx context.Context, c *redis.Client) (map[string]stat, error)
 	for sc.Scan() {
 		name, rest, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
 		name, isCmd := strings.CutPrefix(name, "cmdstat_")
-		if !ok || !isCmd || name == "config|resetstat" || name == "info" {
+		if !ok || !isCmd || name == "config|resetstat" {
 			continue
 		}
 		var s stat
