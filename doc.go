@@ -151,11 +151,23 @@
 //
 // # Keys
 //
-// Besides each lock key, the client writes "redlock:fence:" + key, the
-// lock's fence counter, which expires ten TTLs (at least a minute) after
-// the last grant, and one hash per node, "redlock:node", with the process
-// start time, the largest TTL used on the node and the last LASTSAVE seen.
-// Lock keys with those names are rejected.
+// Besides each lock key, the client writes the lock's fence counter
+// ([FenceKey]), which expires ten TTLs (at least a minute) after the last
+// grant, and, per Redis Cluster hash slot, a hash ([MarkerKey]) with the
+// process start time, the largest TTL used in the slot, the last LASTSAVE
+// and the replication ID seen. Both hash to the lock key's slot, so that
+// every script's keys are in one slot, as a cluster node requires, for any
+// key. Lock keys named like them ("redlock:fence:…", "redlock:node…") are
+// rejected. A lock key's value is the acquisition's random token, a space
+// and the owner's label (Options.Owner).
+//
+// # Operations
+//
+// [Client.Inspect] shows what every node holds for a key and the quorum's
+// verdict, with each holder's [Lock.ID] and owner label but never its
+// token. [Client.ForceRelease] removes a lock whose owner is gone, raising
+// the fence floor so that the removed owner's late writes fail their
+// fence checks.
 //
 // # What is not guaranteed
 //
@@ -173,9 +185,15 @@
 // hand a lock out twice. Configure NTP to slew the clocks, never to step
 // them, at a rate well below the drift allowance.
 //
-// Replication breaks mutual exclusion: a replica promoted by a failover may
-// lack the latest grants, and quarantine cannot see a failover. So does
-// deleting or flushing lock keys on a node in service. A restart from a
+// A replica promoted by a failover may lack the latest grants. A node
+// promoted since its process started, whose records for a slot saw
+// another replication ID (or none), counts as just started in that slot
+// and sits out the quarantine. What no node can see is not covered: an
+// old master cut off from the failover that still grants to the clients
+// that reach it, while its promoted replica grants to others (one vote
+// cast twice; Redis's min-replicas-to-write narrows this), or a client
+// with quarantine disabled. Deleting or flushing lock keys on a node in
+// service breaks mutual exclusion, as quarantine cannot see it. A restart from a
 // snapshot or an append-only file within the same wall-clock second as the
 // save the node's hash last recorded goes unnoticed, since LASTSAVE counts
 // whole seconds.
