@@ -38,14 +38,27 @@ local function now_us()
 	return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
+-- info returns the text of one INFO section, or '' from a server that does
+-- not have the section (the in-process server of the redlock demo). Any
+-- other error is raised: a user whose ACL denies INFO is refused, rather
+-- than given a client that cannot see restarts and promotions.
+local function info(section)
+	local r = redis.pcall('INFO', section)
+	if type(r) == 'string' then
+		return r
+	end
+	if string.find(r.err, 'not supported', 1, true) then
+		return ''
+	end
+	return redis.call('INFO', section) -- raises the error again, as a call
+end
+
 -- marker returns the start (µs) and the largest TTL (ms) recorded in the
 -- marker, writing the marker first if it is missing or may be out of date.
 -- With promotions false, a caller that will not use the start (a client
 -- without quarantine) saves the INFO call that a promotion needs: the next
 -- caller that asks sees the promotion.
 --
--- INFO is called, not pcalled: a user whose ACL denies it gets the error
--- (NOPERM) rather than a client that cannot see restarts and promotions.
 -- On the common path, a marker up to date, the replication ID is only
 -- looked for in the INFO text; it is parsed only to write a marker.
 local function marker(key, now, promotions)
@@ -60,14 +73,16 @@ local function marker(key, now, promotions)
 		if not promotions then
 			return start, maxttl
 		end
-		repl = redis.call('INFO', 'replication')
-		if string.find(repl, 'master_replid:' .. m[4] .. '\r', 1, true) then
+		repl = info('replication')
+		if (m[4] == '' and repl == '') or string.find(repl, 'master_replid:' .. m[4] .. '\r', 1, true) then
 			return start, maxttl
 		end
 	end
-	repl = repl or redis.call('INFO', 'replication')
+	repl = repl or info('replication')
 	local replid = string.match(repl, 'master_replid:(%w+)') or ''
-	local promoted = (tonumber(string.match(repl, 'second_repl_offset:(%-?%d+)')) or -1) ~= -1
+	-- The parentheses make a failed match one nil, which tonumber takes,
+	-- in every Lua (the in-process server's match returns no value).
+	local promoted = (tonumber((string.match(repl, 'second_repl_offset:(%-?%d+)'))) or -1) ~= -1
 	if promoted and (not start or (m[4] and m[4] ~= replid)) then
 		-- A promotion this slot's marker has not seen: its locks may be
 		-- missing here, so the slot counts as just started.
@@ -79,7 +94,7 @@ local function marker(key, now, promotions)
 		-- age, so the node's age is never overstated. A server that does
 		-- not report its uptime is taken to have just started. A start
 		-- only ever moves forward, which errs on the safe side too.
-		local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) or 0
+		local up = tonumber((string.match(info('server'), 'uptime_in_seconds:(%d+)'))) or 0
 		start = math.max(start or 0, now - math.max(up - 1, 0) * 1000000)
 	end
 	redis.call('HSET', key, 'start', string.format('%d', start), 'lastsave', lastsave, 'replid', replid)

@@ -46,8 +46,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "redlock",
 		Short: "Run commands under a Redlock distributed lock, and check its Redis nodes",
 		Long: `redlock runs commands while holding a distributed lock kept on N independent
-Redis masters with the Redlock algorithm, shows who holds a lock, and checks
-whether the nodes are fit for Redlock.
+Redis masters with the Redlock algorithm, shows who holds a lock, removes a
+stuck one, and checks whether the nodes are fit for Redlock.
 
 Nodes come from --nodes or the environment variable REDLOCK_NODES: a list of
 URLs separated by commas or spaces,
@@ -70,7 +70,8 @@ which is safe only for nodes with appendonly yes and appendfsync always, or
 nodes nobody has locked anything on before.`,
 		Example: `  export REDLOCK_NODES=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
   redlock run nightly-report -- ./make-report.sh
-  redlock status nightly-report
+  redlock inspect nightly-report
+  redlock release --force nightly-report    # a stuck lock whose holder is gone
   redlock doctor
   redlock demo
 
@@ -95,7 +96,8 @@ nodes nobody has locked anything on before.`,
 		return []string{"redis://", "rediss://", "unix://"}, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
 	})
 
-	root.AddCommand(newRunCmd(nf), newStatusCmd(nf), newDoctorCmd(nf), newDemoCmd(nf))
+	root.AddCommand(newRunCmd(nf), newInspectCmd(nf, "inspect"), newInspectCmd(nf, "status"), newReleaseCmd(nf),
+		newDoctorCmd(nf), newDemoCmd(nf))
 	return root
 }
 

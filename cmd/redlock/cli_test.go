@@ -37,6 +37,15 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"status", "a", "b"}, "exactly one KEY"},
 		{[]string{"status", deadNode, "redlock:fence:x"}, "reserved"},
 		{[]string{"status", "--timeout", "0s", deadNode, "k"}, "--timeout 0s must be positive"},
+		{[]string{"inspect"}, "exactly one KEY"},
+		{[]string{"inspect", deadNode, ""}, "empty"},
+		{[]string{"inspect", deadNode, "redlock:node:x"}, "reserved"},
+		{[]string{"release", deadNode, "k"}, "only with --force"},
+		{[]string{"release", "--force", deadNode, "k"}, "give --yes"},
+		{[]string{"release", "--force", "--yes"}, "exactly one KEY"},
+		{[]string{"release", "--force", "--yes", deadNode, "redlock:fence:k"}, "reserved"},
+		{[]string{"run", "--owner", strings.Repeat("x", 65), deadNode, "k", "--", "true"}, "--owner is 65 bytes long"},
+		{[]string{"run", "--owner", "a\tb", deadNode, "k", "--", "true"}, "control characters"},
 		{[]string{"doctor", "extra"}, "doctor takes no arguments"},
 		{[]string{"demo", "--workers", "0"}, "at least one worker"},
 		{[]string{"demo", "--ttl", "1ms"}, "--ttl"},
@@ -60,12 +69,14 @@ func TestVersionHelpAndCompletion(t *testing.T) {
 	if strings.Count(strings.TrimSpace(r.stdout), "\n") != 0 {
 		t.Fatalf("--version prints more than a line:\n%s", r)
 	}
-	for _, cmd := range []string{"", "run", "status", "doctor", "demo"} {
+	for _, cmd := range []string{"", "run", "inspect", "status", "release", "doctor", "demo"} {
 		args := strings.Fields(cmd + " --help")
 		r := run(t, args...)
 		expect(t, r, 0, "Usage:", "Examples:")
 	}
-	expect(t, run(t, "run", "--help"), 0, "REDLOCK_FENCE", "--kill-grace", "--no-quarantine", "75", "76", "69", "77", "78", "WRONGPASS", "READONLY")
+	expect(t, run(t, "run", "--help"), 0, "REDLOCK_FENCE", "REDLOCK_LOCK_ID", "--owner", "--kill-grace", "--no-quarantine", "75", "76", "69", "77", "78", "WRONGPASS", "READONLY")
+	expect(t, run(t, "inspect", "--help"), 0, "HELD", "FREE", "SPLIT", "UNKNOWN", "REDLOCK_LOCK_ID", "--json", "69", "77", "78")
+	expect(t, run(t, "release", "--help"), 0, "--force", "--yes", "redlock run", "fence", "69", "77", "78")
 	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
 		r := run(t, "completion", shell)
 		expect(t, r, 0, "redlock")
@@ -78,6 +89,12 @@ func TestVersionHelpAndCompletion(t *testing.T) {
 	expect(t, r, 0, "status")
 	r = run(t, "__complete", "run", "--k")
 	expect(t, r, 0, "--kill-grace")
+	expect(t, run(t, "__complete", "in"), 0, "inspect")
+	expect(t, run(t, "__complete", "rel"), 0, "release")
+	expect(t, run(t, "__complete", "release", "--"), 0, "--force", "--yes", "--json")
+	expect(t, run(t, "__complete", "run", "--o"), 0, "--owner")
+	r = run(t, "__complete", "inspect", "")
+	expect(t, r, 0, "NoFileComp") // a lock key: no file names
 }
 
 // A password in a node URL never appears in any output: not from run,
@@ -107,7 +124,11 @@ func TestPasswordsNeverPrinted(t *testing.T) {
 	check(0, runIn(t, t.TempDir(), []string{"REDLOCK_NODES=" + good}, "doctor", "--no-quarantine"), "HEALTHY")
 	check(exitNoPerm, run(t, "run", "--no-quarantine", "--wait", "0s", "--nodes", wrong, "pw", "--", "true"), "WRONGPASS")
 	check(exitNoPerm, run(t, "run", "--no-quarantine", "--nodes", wrong, "pw", "--", "true"), "WRONGPASS")
-	check(exitUnavailable, run(t, "status", "--nodes", wrong, "pw"), "WRONGPASS")
+	check(0, run(t, "inspect", "--nodes", good, "pw"), "FREE")
+	check(0, run(t, "release", "--force", "--yes", "--nodes", good, "pw"), "nothing to remove")
+	check(exitNoPerm, run(t, "status", "--nodes", wrong, "pw"), "WRONGPASS", "user name or password")
+	check(exitNoPerm, run(t, "inspect", "--json", "--nodes", wrong, "pw"), "WRONGPASS")
+	check(exitNoPerm, run(t, "release", "--force", "--yes", "--nodes", wrong, "pw"), "WRONGPASS", "not released")
 	check(exitNoQuorum, run(t, "doctor", "--nodes", wrong), "WRONGPASS")
 	check(exitUsage, run(t, "run", "--nodes", bad, "pw", "--", "true"), "invalid URL")
 	check(exitUsage, run(t, "status", "--nodes", bad, "pw"), "invalid URL")

@@ -10,7 +10,7 @@ import (
 // command that redlock ran is passed through unchanged.
 const (
 	exitOK          = 0
-	exitFailure     = 1  // a check failed (doctor, demo)
+	exitFailure     = 1  // a check failed (doctor, demo), or release was not confirmed
 	exitNoQuorum    = 2  // doctor: no quorum of healthy nodes
 	exitUsage       = 64 // EX_USAGE: bad flags, arguments or node URLs
 	exitUnavailable = 69 // EX_UNAVAILABLE: no quorum of nodes could be reached

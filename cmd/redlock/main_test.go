@@ -110,9 +110,19 @@ func env(extra ...string) []string {
 // when empty) and the given extra environment.
 func start(t *testing.T, dir string, extraEnv []string, args ...string) *proc {
 	t.Helper()
+	return startWith(t, dir, nil, extraEnv, args...)
+}
+
+// startWith is start with stdin as the binary's standard input; nil gives
+// it the null device.
+func startWith(t *testing.T, dir string, stdin *os.File, extraEnv []string, args ...string) *proc {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
 	cmd.Env = env(extraEnv...)
 	p := &proc{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr

@@ -76,11 +76,17 @@ func (f *nodeFlags) options() (*redlock.Options, error) {
 // with the flags' options and a ReleaseTimeout of timeout when it is not 0.
 // The caller closes the nodeSet.
 func (f *nodeFlags) connect(timeout time.Duration) (*nodeSet, *redlock.Client, error) {
+	return f.connectWith(func(o *redlock.Options) { o.ReleaseTimeout = timeout })
+}
+
+// connectWith is connect with the options that set gives on top of the
+// flags' own.
+func (f *nodeFlags) connectWith(set func(*redlock.Options)) (*nodeSet, *redlock.Client, error) {
 	opts, err := f.options()
 	if err != nil {
 		return nil, nil, err
 	}
-	opts.ReleaseTimeout = timeout
+	set(opts)
 	urls, err := f.urls()
 	if err != nil {
 		return nil, nil, err

@@ -4,6 +4,7 @@ package main
 
 import (
 	"errors"
+	"os"
 	"syscall"
 )
 
@@ -15,6 +16,10 @@ func sysProcAttr(bool) *syscall.SysProcAttr { return nil }
 
 // inForeground reports false: there is no terminal process group here.
 func inForeground() bool { return false }
+
+// isTerminal reports false: here redlock does not tell terminals apart,
+// so that release --force needs --yes.
+func isTerminal(*os.File) bool { return false }
 
 // signalGroup is not supported.
 func signalGroup(int, syscall.Signal) error {

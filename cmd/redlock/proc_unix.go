@@ -3,6 +3,7 @@
 package main
 
 import (
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +27,12 @@ func sysProcAttr(ownGroup bool) *syscall.SysProcAttr {
 func inForeground() bool {
 	pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
 	return err == nil && pgrp == unix.Getpgrp()
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	return err == nil
 }
 
 // signalGroup sends sig to the process group that pid leads.

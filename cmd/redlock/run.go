@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/quorumlock/redlock"
 	"github.com/spf13/cobra"
@@ -23,6 +25,7 @@ type runFlags struct {
 	waitGiven bool
 	grace     time.Duration
 	quiet     bool
+	owner     string
 }
 
 func newRunCmd(nf *nodeFlags) *cobra.Command {
@@ -47,10 +50,12 @@ change (a wrong password, a replica, a key of another type: status 77 or
 freshly started servers the first lock waits one TTL: see restart
 quarantine in 'redlock --help'.
 
-COMMAND gets REDLOCK_KEY (the key) and REDLOCK_FENCE (the lock's fencing
-token) in its environment: a number greater than that of every earlier
-holder of KEY, so a resource that rejects writes with a smaller fence than
-it has seen is safe even from a holder that lost the lock unawares. stdin,
+COMMAND gets three variables in its environment: REDLOCK_KEY, the key;
+REDLOCK_FENCE, the lock's fencing token: a number greater than that of every
+earlier holder of KEY, so a resource that rejects writes with a smaller
+fence than it has seen is safe even from a holder that lost the lock
+unawares; and REDLOCK_LOCK_ID, the holder's ID, which 'redlock inspect' and
+'redlock release --force' show, beside the --owner label. stdin,
 stdout and stderr are COMMAND's own; SIGINT, SIGTERM and SIGHUP sent to
 redlock are passed on to it (a Ctrl-C at a terminal reaches it directly).
 
@@ -82,6 +87,9 @@ Exit status:
 
   # Skip this run if another is in progress.
   redlock run --wait 0s cron:cleanup -- sh -c 'find /tmp/cache -mtime +1 -delete'
+
+  # Say who holds it, for 'redlock inspect'.
+  redlock run --owner "backup on $(hostname)" backup -- ./backup.sh
 
   # Pass the fencing token on to the resource.
   redlock run --nodes redis://a:6379,redis://b:6379,redis://c:6379 ledger \
@@ -118,6 +126,8 @@ Exit status:
 	f.DurationVar(&rf.wait, "wait", 0, "how long to wait for the lock (default: until it is obtained or redlock is interrupted; 0s: one attempt)")
 	f.DurationVar(&rf.grace, "kill-grace", 5*time.Second, "after the lock is lost, how long COMMAND has to exit after SIGTERM before SIGKILL")
 	f.BoolVarP(&rf.quiet, "quiet", "q", false, "print no progress messages while waiting, only errors")
+	f.StringVar(&rf.owner, "owner", "", fmt.Sprintf("a label saying who holds the lock, which 'redlock inspect' shows: at most %d bytes, no control characters (default: host:pid)", redlock.MaxOwnerLen))
+	cmd.RegisterFlagCompletionFunc("owner", noArgsCompletion)
 	return cmd
 }
 
@@ -150,8 +160,12 @@ func (r *runner) run() error {
 		return usagef("--wait %v is negative", r.flags.wait)
 	case r.flags.grace < 0:
 		return usagef("--kill-grace %v is negative", r.flags.grace)
+	case len(r.flags.owner) > redlock.MaxOwnerLen:
+		return usagef("--owner is %d bytes long; the most is %d", len(r.flags.owner), redlock.MaxOwnerLen)
+	case !utf8.ValidString(r.flags.owner) || strings.IndexFunc(r.flags.owner, unicode.IsControl) >= 0:
+		return usagef("--owner %q is not UTF-8 text without control characters", r.flags.owner)
 	}
-	ns, c, err := r.nf.connect(0)
+	ns, c, err := r.nf.connectWith(func(o *redlock.Options) { o.Owner = r.flags.owner })
 	if err != nil {
 		return err
 	}
@@ -194,13 +208,14 @@ func (r *runner) run() error {
 
 // childEnv returns the environment for COMMAND.
 func (r *runner) childEnv(l *redlock.Lock) []string {
-	env := make([]string, 0, len(os.Environ())+2)
+	env := make([]string, 0, len(os.Environ())+3)
 	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "REDLOCK_KEY=") && !strings.HasPrefix(e, "REDLOCK_FENCE=") {
+		name, _, _ := strings.Cut(e, "=")
+		if name != "REDLOCK_KEY" && name != "REDLOCK_FENCE" && name != "REDLOCK_LOCK_ID" {
 			env = append(env, e)
 		}
 	}
-	return append(env, "REDLOCK_KEY="+r.key, "REDLOCK_FENCE="+strconv.FormatInt(l.Fence(), 10))
+	return append(env, "REDLOCK_KEY="+r.key, "REDLOCK_FENCE="+strconv.FormatInt(l.Fence(), 10), "REDLOCK_LOCK_ID="+l.ID())
 }
 
 // acquire obtains the lock as --wait says. A signal ends the wait.

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/quorumlock/redlock"
 )
 
 func TestHistoryChecks(t *testing.T) {
@@ -37,29 +40,56 @@ func TestHistoryChecks(t *testing.T) {
 	}
 }
 
-func TestSummarize(t *testing.T) {
-	held := func(holder string, ttl int64) nodeStatus {
-		return nodeStatus{Answered: true, Held: true, Holder: holder, TTLMillis: ttl}
+// newReport keeps the library's verdict and works out how long a quorum
+// keeps the holder's key: the quorum-th longest of its TTLs.
+func TestNewReport(t *testing.T) {
+	held := func(holder string, ttl time.Duration) redlock.KeyView {
+		return redlock.KeyView{Outcome: redlock.OK, Held: true, Holder: holder, Owner: "o-" + holder, TTL: ttl, Fence: 7}
 	}
-	empty := nodeStatus{Answered: true}
-	down := nodeStatus{}
+	empty := redlock.KeyView{Outcome: redlock.OK}
+	down := redlock.KeyView{Outcome: redlock.Failed, Err: errors.New("connection refused")}
+	wrongtype := redlock.KeyView{Outcome: redlock.Refused, Err: errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")}
 	for _, tc := range []struct {
-		nodes []nodeStatus
-		state string
-		ttl   int64
+		state   redlock.KeyState
+		holder  string
+		nodes   []redlock.KeyView
+		ttl     int64
+		heldOn  int
+		answers int
+		code    int
 	}{
-		{[]nodeStatus{held("a", 900), held("a", 800), held("a", 700)}, "held", 800},
-		{[]nodeStatus{held("a", 900), held("a", 800), empty}, "held", 800},
-		{[]nodeStatus{held("a", 900), held("b", 800), empty}, "free", 0},
-		{[]nodeStatus{held("a", 900), down, empty}, "unknown", 0},
-		{[]nodeStatus{empty, down, empty}, "free", 0},
-		{[]nodeStatus{down, down, empty}, "unknown", 0},
+		{redlock.KeyHeld, "a", []redlock.KeyView{held("a", 900*time.Millisecond), held("a", 800*time.Millisecond), held("a", 700*time.Millisecond)}, 800, 3, 3, 0},
+		{redlock.KeyHeld, "a", []redlock.KeyView{held("a", 900*time.Millisecond), down, held("a", 700*time.Millisecond)}, 700, 2, 2, 0},
+		{redlock.KeySplit, "", []redlock.KeyView{held("a", 900*time.Millisecond), held("b", 800*time.Millisecond), empty}, 0, 0, 3, 0},
+		{redlock.KeyFree, "", []redlock.KeyView{empty, down, empty}, 0, 0, 2, 0},
+		{redlock.KeyUnknown, "", []redlock.KeyView{down, down, empty}, 0, 0, 1, exitUnavailable},
+		{redlock.KeyUnknown, "", []redlock.KeyView{wrongtype, wrongtype, empty}, 0, 0, 1, exitConfig},
+		{redlock.KeyUnknown, "", []redlock.KeyView{wrongtype, down, empty}, 0, 0, 1, exitUnavailable},
 	} {
-		rep := &statusReport{Quorum: len(tc.nodes)/2 + 1, Nodes: tc.nodes}
-		summarize(rep)
-		if rep.State != tc.state || rep.TTLMillis != tc.ttl {
-			t.Errorf("%+v: got %s, ttl %d; want %s, ttl %d", tc.nodes, rep.State, rep.TTLMillis, tc.state, tc.ttl)
+		ins := &redlock.Inspection{Key: "k", State: tc.state, Holder: tc.holder, Nodes: tc.nodes}
+		if tc.holder != "" {
+			ins.Owner = "o-" + tc.holder
 		}
+		rep := newReport(ins, 2, nil, 0, time.Now())
+		if rep.State != tc.state.String() || rep.TTLMillis != tc.ttl || rep.HeldOn != tc.heldOn || rep.Answered != tc.answers ||
+			rep.Owner != ins.Owner || exitCode(reportStatus(rep)) != tc.code {
+			t.Errorf("%+v: got %+v, exit status %d", tc, rep, exitCode(reportStatus(rep)))
+		}
+	}
+
+	// A node whose records for the key's slot are younger than the
+	// quarantine is quarantined, whatever the probe of another slot found.
+	now := time.Now()
+	young, old := empty, empty
+	young.Age, old.Age = 4*time.Second, 20*time.Second
+	ins := &redlock.Inspection{Key: "k", State: redlock.KeyFree, Nodes: []redlock.KeyView{young, old, down}}
+	healthy := redlock.NodeState{Health: redlock.NodeHealthy}
+	rep := newReport(ins, 2, []redlock.NodeState{healthy, healthy, {Health: redlock.NodeUnreachable}}, 10*time.Second, now)
+	if n := rep.Nodes[0]; n.State != "quarantined" || n.QuarantinedUntil == nil || !n.QuarantinedUntil.Equal(now.Add(6*time.Second)) {
+		t.Errorf("a node 4s old, quarantine 10s: %+v", n)
+	}
+	if rep.Nodes[1].State != "healthy" || rep.Nodes[2].State != "unreachable" {
+		t.Errorf("nodes 20s old and unreachable, quarantine 10s: %+v", rep.Nodes)
 	}
 }
 
