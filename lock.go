@@ -27,10 +27,12 @@ type Lock struct {
 	fence int64
 	start time.Time // when the acquiring round began
 
-	// acq is the acquiring round. Its requests to the slowest nodes may
-	// still be on their way when the Lock is returned; Release sends to
-	// each node only once the node's own acquire request has returned.
-	acq *round
+	// last is the latest round sent for the lock: the acquiring round, or
+	// the latest extension. Its requests to the slowest nodes may still be
+	// on their way; Extend and Release send to each node only once the
+	// node's request of last has returned, so that the lock's requests
+	// reach each node in order. Guarded by op.
+	last *round
 
 	op sync.Mutex // serialises Extend and Release
 
@@ -195,7 +197,8 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		e.Err = ErrExpired
 		return e
 	}
-	r, extended := l.c.extendRound(ctx, l.key, l.token, ttl, timeout)
+	r, extended := l.c.extendRound(ctx, l.last, l.key, l.token, ttl, timeout)
+	l.last = r
 	ok := false
 	if extended {
 		l.mu.Lock()
@@ -287,7 +290,7 @@ func (l *Lock) release(ctx context.Context) error {
 	// A release within the validity that a quorum confirms is all the
 	// caller needs to hear; one after the deadline, or one that finds the
 	// lock gone, is reported with every node's answer.
-	r := l.c.releaseRound(ctx, l.acq, l.key, l.token, l.fence, l.c.fenceTTL(l.ttl), expired)
+	r := l.c.releaseRound(ctx, l.last, l.key, l.token, l.fence, l.c.fenceTTL(l.ttl), expired)
 	r.decide(r.count(OK) >= l.c.quorum)
 	l.c.report(ctx, "release", l.key, 1, r)
 	// A goroutine of this Client that waits for the key is woken at once.

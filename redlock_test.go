@@ -534,6 +534,9 @@ var (
 func (n gatedNode) Name() string { return n.name }
 func (n gatedNode) Eval(ctx context.Context, s *driver.Script, _, _ []string) (any, error) {
 	v := releasedReply
+	if s == extendScript {
+		v = int64(1)
+	}
 	if s == acquireScript {
 		if n.gate != nil {
 			select {
@@ -591,5 +594,50 @@ func TestReleaseFollowsEachNodesAcquire(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"c acquire", "c release"}) {
 		t.Fatalf("c saw %q, want its acquire, then its release", got)
+	}
+}
+
+func TestExtendFollowsEachNodesAcquire(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	gate := make(chan struct{})
+	nodes := []Node{
+		gatedNode{name: "a", mu: &mu, log: &log},
+		gatedNode{name: "b", mu: &mu, log: &log},
+		gatedNode{name: "c", mu: &mu, log: &log, gate: gate},
+	}
+	c, err := New(nodes, &Options{DisableQuarantine: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// c's grant is on its way while the lock is extended twice and
+	// released: each of those waits for the one before it on c, and none
+	// waits on a and b.
+	l, err := c.TryLock(ctx, "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := l.Extend(ctx, 10*time.Second); err != nil {
+			t.Fatalf("Extend waited for the slow node or failed: %v", err)
+		}
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	c.Close() // waits for c's requests
+	var got []string
+	for _, e := range log {
+		if strings.HasPrefix(e, "c ") {
+			got = append(got, e)
+		}
+	}
+	if want := []string{"c acquire", "c extend", "c extend", "c release"}; !slices.Equal(got, want) {
+		t.Fatalf("c saw %q, want %q", got, want)
+	}
+	if len(log) != 12 {
+		t.Fatalf("the nodes saw %q, want four requests each", log)
 	}
 }

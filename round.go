@@ -51,7 +51,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, n i
 	var clean *round
 	if valid {
 		l = &Lock{c: c, key: key, token: token, ttl: ttl, fence: r.fence,
-			start: r.start, until: until, acq: r}
+			start: r.start, until: until, last: r}
 	} else {
 		// Step 5: a failed round is undone on every node.
 		clean = c.cleanUp(ctx, key, token, r)
@@ -103,10 +103,13 @@ func (c *Client) cleanUp(ctx context.Context, key, token string, acq *round) *ro
 // extendRound sets a new time to live on every node where key still holds
 // token, and reports whether a quorum did so. It never re-creates a key.
 // The round is cut off after timeout, which the caller keeps within the
-// lock's validity.
-func (c *Client) extendRound(ctx context.Context, key, token string, ttl, timeout time.Duration) (*round, bool) {
+// lock's validity. Like a release, each node's request follows that
+// node's request of prev, the lock's previous round: an extension that
+// overtook a slow grant would find no key, and the grant would then keep
+// its first TTL on that node.
+func (c *Client) extendRound(ctx context.Context, prev *round, key, token string, ttl, timeout time.Duration) (*round, bool) {
 	r := c.send(ctx, timeout, 1, extendScript, decodeStatus,
-		[]string{key, MarkerKey(key)}, []string{token, msString(ttl)}, nil)
+		[]string{key, MarkerKey(key)}, []string{token, msString(ttl)}, prev)
 	if r.collect(c.quorum, 0) {
 		return r, true
 	}
@@ -121,19 +124,19 @@ func (c *Client) extendRound(ctx context.Context, key, token string, ttl, timeou
 // others until it expires.
 //
 // A release must not overtake its own acquisition on a node, or the grant
-// would land after it and stay. So with acq, the round that obtained the
-// lock, each node's release is sent only once that node's acquire request
-// has returned (see send). The nodes that answered first, usually the
-// quorum, are released at once.
+// would land after it and stay. So with prev, the lock's latest round (its
+// acquisition, or its latest extension), each node's release is sent only
+// once that node's request of prev has returned (see send). The nodes that
+// answered first, usually the quorum, are released at once.
 //
 // With all, it waits for every answer; otherwise it returns as soon as a
 // quorum has confirmed, and the other requests go on in the background
 // (within the same bound), so that a hung node does not hold up every
 // Release.
-func (c *Client) releaseRound(ctx context.Context, acq *round, key, token string, fence int64, fenceTTL time.Duration, all bool) *round {
+func (c *Client) releaseRound(ctx context.Context, prev *round, key, token string, fence int64, fenceTTL time.Duration, all bool) *round {
 	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, releaseScript, decodeRelease,
 		[]string{key, FenceKey(key)},
-		[]string{token, strconv.FormatInt(fence, 10), msString(fenceTTL)}, acq)
+		[]string{token, strconv.FormatInt(fence, 10), msString(fenceTTL)}, prev)
 	if all || !r.collect(c.quorum, 0) {
 		r.drain()
 	}
@@ -142,14 +145,17 @@ func (c *Client) releaseRound(ctx context.Context, acq *round, key, token string
 
 // A round is one request sent to every node at once.
 type round struct {
-	start    time.Time       // just before the first request was sent
-	deadline time.Time       // when the requests are cut off
-	ctx      context.Context // the requests' context: ends at the deadline
-	expired  <-chan struct{} // ctx.Done(): closed at the deadline, or earlier if the caller's context ends
-	replies  chan reply      // buffered: senders never block
-	running  atomic.Int32    // requests that have not returned
-	cancel   func()          // ends ctx; called when every request has returned
-	decode   func(any) decoded
+	start    time.Time // just before the first request was sent
+	deadline time.Time // when the requests are cut off
+	// lastDeadline is the latest of deadline and the lastDeadline of the
+	// round this one's requests wait for (see send).
+	lastDeadline time.Time
+	ctx          context.Context // the requests' context: ends at the deadline
+	expired      <-chan struct{} // ctx.Done(): closed at the deadline, or earlier if the caller's context ends
+	replies      chan reply      // buffered: senders never block
+	running      atomic.Int32    // requests that have not returned
+	cancel       func()          // ends ctx; called when every request has returned
+	decode       func(any) decoded
 
 	script     *driver.Script
 	keys, args []string
@@ -190,8 +196,9 @@ type reply struct {
 // answers are decoded with decode.
 //
 // With after, a round sent earlier to the same nodes, each node's request
-// waits until that node's request of after has returned, or until after's
-// deadline if a node ignores its context.
+// waits until that node's request of after has returned, or, if a node
+// ignores its context, until the last deadline of after and of the rounds
+// it waits for in turn.
 //
 // A node that is a driver.Batcher gets its request through its lane,
 // batched with the requests of other rounds; any other node gets a
@@ -219,6 +226,10 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 	// stops at the same deadline, which also bounds a Node that ignores
 	// its context.
 	r.deadline = r.start.Add(timeout)
+	r.lastDeadline = r.deadline
+	if after != nil && after.lastDeadline.After(r.deadline) {
+		r.lastDeadline = after.lastDeadline
+	}
 	r.ctx, r.cancel = context.WithDeadline(ctx, r.deadline)
 	r.expired = r.ctx.Done()
 	r.running.Store(int32(n))
@@ -246,7 +257,7 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 		}
 	}
 	if waiting {
-		time.AfterFunc(time.Until(after.deadline), func() {
+		time.AfterFunc(time.Until(after.lastDeadline), func() {
 			for i := range after.reqs {
 				if q := after.reqs[i].next.Swap(nil); q != nil {
 					q.dispatch()
