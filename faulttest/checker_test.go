@@ -71,6 +71,19 @@ func TestCheckerPasses(t *testing.T) {
 			a.Extends = []Extend{{Start: ms(40), Return: ms(42), Lost: true, Err: "lost"}}
 			return history(3, a, holder(2, "b", "t2", 50, 150, 6))
 		}()},
+		{"automatic extensions that failed do not carry the claim", func() *History {
+			// AutoExtend extended once, then failed for want of a quorum
+			// until the lock expired: the claim ends where the one
+			// success put it, and b may return right after.
+			a := holder(1, "a", "t1", 10, 100, 5)
+			a.Extends = []Extend{
+				{Start: ms(40), Return: ms(41), Auto: true, OK: true, Until: ms(140)},
+				{Start: ms(80), Return: ms(90), Auto: true, Err: "no quorum"},
+				{Start: ms(95), Return: ms(105), Auto: true, Err: "no quorum", Until: ms(400)},
+				{Start: ms(141), Return: ms(141), Auto: true, Err: "expired"},
+			}
+			return history(3, a, holder(2, "b", "t2", 141, 250, 6))
+		}()},
 		{"failed and concurrent calls do not hold", history(3,
 			holder(1, "a", "t1", 10, 100, 5),
 			failed(2, "b", 20, 30, "x"),
@@ -187,6 +200,15 @@ func TestCheckerFinds(t *testing.T) {
 			a := holder(1, "a", "t1", 10, 50, 5)
 			a.Extends = []Extend{{Start: ms(40), Return: ms(41), OK: true, Until: ms(150)}}
 			return history(3, a, holder(2, "b", "t2", 120, 200, 6))
+		}(), map[Kind]int{Overlap: 1}},
+		{"automatic extensions carry the claim into the next holder's", func() *History {
+			a := holder(1, "a", "t1", 10, 100, 5)
+			a.Extends = []Extend{
+				{Start: ms(40), Return: ms(41), Auto: true, OK: true, Until: ms(140)},
+				{Start: ms(80), Return: ms(90), Auto: true, Err: "no quorum"},
+				{Start: ms(100), Return: ms(101), Auto: true, OK: true, Until: ms(200)},
+			}
+			return history(3, a, holder(2, "b", "t2", 150, 250, 6))
 		}(), map[Kind]int{Overlap: 1}},
 		{"a release called after the next holder returned", func() *History {
 			a := holder(1, "a", "t1", 10, 100, 5)

@@ -37,6 +37,7 @@ type Cluster struct {
 	keys    map[string]bool // every key locked, for the final sample
 	maxTTL  time.Duration
 	lastEnd time.Time // the latest moment a lock key may live until
+	slowest float64   // the slowest rate any node's clock has run at: keys live TTL/slowest
 	started time.Time // when every server had started
 }
 
@@ -62,6 +63,7 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 		down:   make([]bool, cfg.N),
 		keys:   make(map[string]bool),
 
+		slowest:    1,
 		persistent: cfg.Persistence,
 	}
 	if !cfg.ClockShim {
@@ -202,27 +204,63 @@ func (c *Cluster) isPaused(i int) bool {
 	return c.paused[i]
 }
 
-// JumpClock sets node i's wall clock to offset from the real one and waits
-// until the node's TIME shows it. The cluster must have the clock shim.
+// JumpClock steps node i's wall clock to offset from the real one, keeping
+// its rate, and waits until the node's TIME shows it. The cluster must
+// have the clock shim.
 func (c *Cluster) JumpClock(i int, offset time.Duration) {
 	c.t.Helper()
-	if c.clocks == nil {
-		c.t.Fatal("faulttest: JumpClock on a cluster without Config.ClockShim")
+	clk := c.clock(i)
+	c.fatal(clk.Set(offset))
+	c.awaitClock(i)
+	detail := fmt.Sprintf("wall clock %+v from real time", offset)
+	if r := clk.Rate(); r != 1 {
+		detail += fmt.Sprintf(", running at rate %v", r)
 	}
-	c.fatal(c.clocks[i].Set(offset))
+	c.H.AddFault(FaultClock, i, "", detail)
+}
+
+// SetClockRate makes node i's wall clock run at rate seconds per real
+// second from now on, without a step. A rate above 1 is a fast clock: the
+// node's keys expire after TTL/rate of real time. The cluster must have
+// the clock shim.
+func (c *Cluster) SetClockRate(i int, rate float64) {
+	c.t.Helper()
+	clk := c.clock(i)
+	c.fatal(clk.SetRate(rate))
+	c.mu.Lock()
+	c.slowest = min(c.slowest, rate)
+	c.mu.Unlock()
+	c.awaitClock(i)
+	c.H.AddFault(FaultClock, i, "", fmt.Sprintf("wall clock runs at rate %v (%+.2f%%) from now, %+v from real time",
+		rate, (rate-1)*100, clk.OffsetAt(time.Now()).Round(time.Millisecond)))
+}
+
+func (c *Cluster) clock(i int) *NodeClock {
+	c.t.Helper()
+	if c.clocks == nil {
+		c.t.Fatal("faulttest: a clock fault on a cluster without Config.ClockShim")
+	}
+	return c.clocks[i]
+}
+
+// awaitClock waits until node i's TIME shows the offset its clock should
+// have, which it does within a millisecond of a change if the shim is
+// loaded.
+func (c *Cluster) awaitClock(i int) {
+	c.t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		shown, err := c.NodeClockOffset(i)
 		c.fatal(err)
-		if (shown - offset).Abs() < 50*time.Millisecond {
-			break
+		want := c.clocks[i].OffsetAt(time.Now())
+		if (shown - want).Abs() < 50*time.Millisecond {
+			return
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("faulttest: node %d's clock is %v off after setting it %v off: is the shim loaded?", i, shown, offset)
+			c.t.Fatalf("faulttest: node %d's clock is %v off, not %v: is the shim loaded?", i, shown, want)
 		}
 		time.Sleep(time.Millisecond)
 	}
-	c.H.AddFault(FaultClock, i, "", fmt.Sprintf("wall clock %+v from real time", offset))
 }
 
 // NodeClockOffset returns node i's wall clock (TIME) minus this process's.
@@ -312,7 +350,7 @@ func (c *Cluster) sampleNode(i int, key string) NodeSample {
 }
 
 // noteLock remembers a key, and that a lock key may live until ttl from
-// now, for Quiesce.
+// now, by the clock of the slowest node, for Quiesce.
 func (c *Cluster) noteLock(key string, ttl time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -320,7 +358,7 @@ func (c *Cluster) noteLock(key string, ttl time.Duration) {
 		c.keys[key] = true
 	}
 	c.maxTTL = max(c.maxTTL, ttl)
-	if end := time.Now().Add(ttl); end.After(c.lastEnd) {
+	if end := time.Now().Add(time.Duration(float64(ttl) / c.slowest)); end.After(c.lastEnd) {
 		c.lastEnd = end
 	}
 }
@@ -368,8 +406,11 @@ func (c *Cluster) AwaitExpiry(latency time.Duration) {
 // RESP proxy (redistest.Proxy) in front of the server. The Link carries
 // the TCP faults, the proxy the loss of exactly chosen replies.
 //
-// A Client records every acquisition it makes in the cluster's history.
-// Its acquisition calls (Lock, TryLock) run one at a time.
+// A Client records every acquisition it makes in the cluster's history,
+// and what became of the lock: the extensions made with Held.Extend and
+// those Lock.AutoExtend makes in the background (its Observer sees them),
+// and the release. Its acquisition calls (Lock, TryLock) run one at a
+// time, and it holds at most one lock per key at a time.
 type Client struct {
 	Name string
 	RL   *redlock.Client
@@ -385,10 +426,11 @@ type Client struct {
 
 	call sync.Mutex // one acquisition call at a time
 
-	mu     sync.Mutex
-	tokens []string               // the rounds of the current call, in order
-	rounds map[string]*roundTrace // by token
-	past   map[string]bool        // the tokens of earlier calls' rounds
+	mu      sync.Mutex
+	tokens  []string               // the rounds of the current call, in order
+	rounds  map[string]*roundTrace // by token
+	past    map[string]bool        // the tokens of earlier calls' rounds
+	holding map[string]*Held       // by key: the client's latest lock, until it is released
 }
 
 // A roundTrace is what a client's nodes saw of one acquisition round.
@@ -400,7 +442,7 @@ type roundTrace struct {
 // NewClient makes a client with its own links to every node, with opts.
 func (c *Cluster) NewClient(name string, opts redlock.Options) *Client {
 	c.t.Helper()
-	cl := &Client{Name: name, c: c, Rate: 1, rounds: make(map[string]*roundTrace), past: make(map[string]bool)}
+	cl := &Client{Name: name, c: c, Rate: 1, rounds: make(map[string]*roundTrace), past: make(map[string]bool), holding: make(map[string]*Held)}
 	nodes := make([]redlock.Node, c.N())
 	for i, s := range c.servers {
 		p, err := redistest.NewProxy(s)
@@ -415,6 +457,7 @@ func (c *Cluster) NewClient(name string, opts redlock.Options) *Client {
 		cl.nodes = append(cl.nodes, tn)
 		nodes[i] = tn
 	}
+	opts.Observer = recorder{cl: cl, next: opts.Observer}
 	rl, err := redlock.New(nodes, &opts)
 	c.fatal(err)
 	cl.RL = rl
@@ -702,7 +745,11 @@ func (cl *Client) acquire(key string, ttl time.Duration, call func() (*redlock.L
 		s := cl.c.Sample(key)
 		op.Leftover = &s
 	}
-	return &Held{L: l, Op: op, cl: cl}, nil
+	hl := &Held{L: l, Op: op, cl: cl}
+	cl.mu.Lock()
+	cl.holding[key] = hl
+	cl.mu.Unlock()
+	return hl, nil
 }
 
 // reason names the sentinel error err wraps: "taken", "no quorum",
@@ -737,23 +784,32 @@ func (hl *Held) Probe() {
 
 // Extend extends the lock with Lock.Extend and records the call.
 func (hl *Held) Extend(ctx context.Context, ttl time.Duration) error {
-	h := hl.cl.c.H
 	hl.cl.c.noteLock(hl.Op.Key, ttl)
-	e := Extend{Start: h.Now(), TTLms: ttl.Milliseconds()}
-	err := hl.L.Extend(ctx, ttl)
-	e.Return = h.Now()
+	start := hl.cl.c.H.Now()
+	err := hl.L.Extend(context.WithValue(ctx, recordedBy{}, "Held.Extend"), ttl)
+	hl.record(start, ttl, err, false)
+	return err
+}
+
+// record records an extension that started at start and has just
+// returned err, and samples the lock's key after a successful one. The
+// end of validity it claims is read from the lock, and counts only when
+// the extension succeeded.
+func (hl *Held) record(start Mono, ttl time.Duration, err error, auto bool) {
+	h := hl.cl.c.H
+	e := Extend{Start: start, Return: h.Now(), TTLms: ttl.Milliseconds(), Auto: auto}
 	if err == nil {
 		e.OK, e.Until = true, hl.cl.claim(e.Start, hl.L.Until())
 	} else {
 		e.Err, e.Lost = err.Error(), errors.Is(err, redlock.ErrLockLost)
 	}
+	hl.cl.c.noteLock(hl.Op.Key, ttl)
 	h.mu.Lock()
 	hl.Op.Extends = append(hl.Op.Extends, e)
 	h.mu.Unlock()
 	if err == nil {
 		hl.Probe()
 	}
-	return err
 }
 
 // Release releases the lock with Lock.Release and records the call.
@@ -768,7 +824,67 @@ func (hl *Held) Release(ctx context.Context) error {
 	h.mu.Lock()
 	hl.Op.Release = r
 	h.mu.Unlock()
+	hl.cl.mu.Lock()
+	if hl.cl.holding[hl.Op.Key] == hl {
+		delete(hl.cl.holding, hl.Op.Key)
+	}
+	hl.cl.mu.Unlock()
 	return err
+}
+
+// recordedBy is the context key that marks an extension recorded by its
+// caller, not by the recorder.
+type recordedBy struct{}
+
+// extendStart is the context key under which the recorder keeps the start
+// of an extension it records.
+type extendStart struct{}
+
+// A recorder is every Client's redlock.Observer. It records in the
+// history the extensions that Held.Extend does not record itself: those of
+// Lock.AutoExtend, which calls Lock.Extend on a goroutine of its own. An
+// extension is the client's lock on its key, since a client holds one lock
+// per key at a time. Other events go to next, if any.
+//
+// Once an automatic extension has succeeded, the recorder reads the new
+// deadline from the lock and samples the key on every node before it
+// returns, on AutoExtend's goroutine. The Observer contract asks not to
+// call back into the lock: Lock.Until only takes the lock's own mutex,
+// which Extend has let go when it reports its end, and the sample takes
+// about a millisecond, which the next extension, a third of a TTL away,
+// can spare.
+type recorder struct {
+	cl   *Client
+	next redlock.Observer
+}
+
+func (rec recorder) Start(ctx context.Context, op, key string) context.Context {
+	if rec.next != nil {
+		ctx = rec.next.Start(ctx, op, key)
+	}
+	if op != "extend" || ctx.Value(recordedBy{}) != nil {
+		return ctx
+	}
+	return context.WithValue(ctx, extendStart{}, rec.cl.c.H.Now())
+}
+
+func (rec recorder) Observe(ctx context.Context, e redlock.Event) {
+	if rec.next != nil {
+		rec.next.Observe(ctx, e)
+	}
+	ev, ok := e.(redlock.OpEvent)
+	start, auto := ctx.Value(extendStart{}).(Mono)
+	if !ok || ev.Op != "extend" || !auto {
+		return
+	}
+	rec.cl.mu.Lock()
+	hl := rec.cl.holding[ev.Key]
+	rec.cl.mu.Unlock()
+	if hl == nil {
+		rec.cl.c.t.Errorf("faulttest: %s extended %q, which it does not hold (err %v)", rec.cl.Name, ev.Key, ev.Err)
+		return
+	}
+	hl.record(start, ev.TTL, ev.Err, true)
 }
 
 // ClaimedUntil returns the end of validity the lock's client claims now.

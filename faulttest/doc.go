@@ -19,8 +19,11 @@
 //
 // A Cluster runs N servers (redistest.Server) and injects process faults:
 // SIGKILL, SIGSTOP and SIGCONT, restarts with or without an fsync-always
-// append-only file, and steps of a node's wall clock through a small
-// LD_PRELOAD shim (shim/clockshim.c, built with gcc when a test needs it).
+// append-only file, and steps and rates of a node's wall clock through a
+// small LD_PRELOAD shim (shim/clockshim.c, built with gcc when a test needs
+// it): a step moves the clock at once, a rate makes it run fast or slow,
+// and since Redis takes key expiry from the wall clock, a node whose clock
+// runs fast expires its keys early in real time.
 // Each Client of a cluster reaches node i through its own Link, a TCP
 // proxy with latency, blackhole and connection reset, in front of its own
 // redistest.Proxy, which can apply a command and lose its reply. So every
@@ -33,7 +36,8 @@
 // Every acquisition a Client makes is recorded on the monotonic clock of
 // the test process, which all clients share: when the call started and
 // returned, the tokens of its rounds, the token, fence and claimed end of
-// validity of the lock it obtained, its extensions and its release. Right
+// validity of the lock it obtained, its extensions (those Lock.AutoExtend
+// makes too, which the client's Observer reports) and its release. Right
 // after an acquisition, the lock's key is read on every node over an admin
 // connection (value and PEXPIRETIME, with the node's TIME in the same
 // script); after a failed call, the key is read again to find what its

@@ -172,13 +172,15 @@ type RoundNode struct {
 	Node  int    `json:"node"`
 }
 
-// An Extend is one call of Lock.Extend.
+// An Extend is one call of Lock.Extend: made by the holder, or by
+// Lock.AutoExtend in the background (Auto).
 type Extend struct {
 	Start  Mono   `json:"start"`
 	Return Mono   `json:"return"`
 	TTLms  int64  `json:"ttl_ms"`
+	Auto   bool   `json:"auto,omitempty"`
 	OK     bool   `json:"ok"`
-	Until  Mono   `json:"until,omitempty"` // the new claimed end of validity
+	Until  Mono   `json:"until,omitempty"` // success: the new claimed end of validity
 	Lost   bool   `json:"lost,omitempty"`  // the error said the lock is gone
 	Err    string `json:"err,omitempty"`
 }

@@ -37,6 +37,12 @@ var scenarios = []scenario{
 	{name: "canary-clock-forward-majority", nodes: 3, clients: 2, fault: "2 of 3 node clocks jump +30s under a 2s lock", shim: true, canary: []Kind{Overlap, Quorum}, body: clockForwardMajority},
 	{name: "clock-backward", nodes: 3, clients: 2, fault: "2 of 3 node clocks jump -2s; liveness measured", shim: true, body: clockBackward},
 	{name: "canary-fence-clock-skew", nodes: 3, clients: 2, fault: "1 node clock +60s (more than the TTL); holders' quorums differ", shim: true, canary: []Kind{Fence}, body: fenceClockSkew},
+	{name: "node-clock-rate-within", nodes: 3, clients: 2, fault: "node clocks run 0.5% fast (2 of 3) and 0.5% slow (1): within the drift allowance (1% + 2ms)", shim: true, body: func(r *run) { nodeClockRate(r, pick(2, 6), 1.005, 1.005, 0.995) }},
+	{name: "node-clock-slow-beyond", nodes: 3, clients: 2, fault: "2 of 3 node clocks run 10% slow", shim: true, body: func(r *run) { nodeClockRate(r, pick(2, 6), 0.9, 0.9, 1) }},
+	{name: "canary-node-clock-fast-beyond", nodes: 3, clients: 2, fault: "2 of 3 node clocks run 10% fast (drift allowance 1% + 2ms)", shim: true, canary: []Kind{Overlap, Quorum}, body: func(r *run) { nodeClockRate(r, 1, 1.1, 1.1, 1) }},
+	{name: "clock-forward-then-restart", nodes: 3, clients: 2, fault: "node 0's clock +2s, then node 0 restarted empty, under a lock on nodes 0 and 2 only; then its clock put right; quarantine on", shim: true, body: clockForwardThenRestart},
+	{name: "canary-restart-then-clock-forward", nodes: 3, clients: 2, fault: "node 0 restarted empty under a lock on nodes 0 and 2 only, then its clock +5s; quarantine on", shim: true, canary: []Kind{Overlap}, body: restartThenClockForward},
+	{name: "canary-fence-counter-ahead", nodes: 3, clients: 2, fault: "node 0's clock +2s while its fence counter is written, then put right; a 500ms lock takes its fence from that counter, the next holder's quorum avoids node 0", shim: true, canary: []Kind{Fence}, body: fenceCounterAhead},
 	{name: "client-drift-below", nodes: 3, clients: 2, fault: "holder's clock 0.5% slow (drift factor 1%)", body: func(r *run) { clientDrift(r, 0.5) }},
 	{name: "canary-client-drift-above", nodes: 3, clients: 2, fault: "holder's clock 10% slow (drift factor 1%)", canary: []Kind{Overlap, Quorum}, body: func(r *run) { clientDrift(r, 10) }},
 	{name: "release-expired", nodes: 3, clients: 2, fault: "Release and Extend after the lock expired and changed hands", body: releaseExpired},
@@ -47,6 +53,7 @@ var scenarios = []scenario{
 	{name: "canary-eviction-allkeys-lru", nodes: 3, clients: 2, fault: "2 of 3 nodes at maxmemory with allkeys-lru, filled under a held lock; quarantine on", canary: []Kind{Overlap, Quorum}, body: func(r *run) { evictUnderLock(r, "allkeys-lru") }},
 	{name: "canary-eviction-volatile-lru", nodes: 3, clients: 2, fault: "as the canary above with volatile-lru, the filler keys with an expiry", canary: []Kind{Overlap, Quorum}, body: func(r *run) { evictUnderLock(r, "volatile-lru") }},
 	{name: "full-noeviction", nodes: 3, clients: 2, fault: "2 of 3 nodes at maxmemory with noeviction, filled under a held lock, then given room", body: fullNoEviction},
+	{name: "autoextend-under-faults", nodes: 5, clients: 3, fault: "holders keep the lock with AutoExtend while nodes are killed, restarted, stopped, holders cut off from 2 or 3 nodes and extend replies lost, in turn; quarantine on", body: autoExtendUnderFaults},
 	{name: "mixed", nodes: 5, clients: 4, fault: "random kills, restarts, pauses, latency, blackholes, resets and lost replies, healed in turn; quarantine on", body: mixed},
 }
 
@@ -1264,4 +1271,360 @@ func fullNoEviction(r *run) {
 			}
 		}
 	}
+}
+
+// nodeClockRate: the wall clocks of the nodes run at rates (one per node),
+// set anew from real time before each of a's locks. a takes a 2s lock on
+// every node and dies holding it; b polls until it gets the lock, while
+// a's key is sampled every 100ms until a's claimed end, and once more
+// right after b got in. A node's key lives TTL/rate of real time, and the
+// client sets aside DriftFactor × TTL + MinDrift (22ms of 2s) for it: a
+// majority of clocks running fast by more than that lets b in while a
+// holds the lock, and the samples find a's keys ending early; fast clocks
+// within it, and slow clocks at any rate, only make b wait longer.
+func nodeClockRate(r *run, rounds int, rates ...float64) {
+	const ttl = 2 * time.Second
+	a := r.client("a", false, redlock.Options{})
+	b := r.client("b", false, redlock.Options{NodeTimeout: 30 * time.Millisecond})
+	var gaps []time.Duration
+	for range rounds {
+		for i, rate := range rates {
+			r.c.JumpClock(i, 0)
+			r.c.SetClockRate(i, rate)
+		}
+		ha := lockEverywhere(r, a, ttl, nil)
+		probed := background(func() {
+			for time.Until(ha.ClaimedUntil()) > 0 {
+				ha.Probe()
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+		hb := pollUntil(b, "ft:lock", ttl, ha.ClaimedUntil().Add(ttl))
+		if hb == nil {
+			r.Fatal("b never obtained the lock")
+		}
+		ha.Probe()
+		hb.Release(context.Background())
+		probed()
+		gaps = append(gaps, time.Duration(hb.Op.Return-ha.Op.Until).Round(time.Millisecond))
+		awaitGone(r, "ft:lock", 10*time.Second)
+	}
+	r.note("node clock rates %v; b got in %v after a's claimed end (negative: before)", rates, gaps)
+}
+
+// awaitGone waits until no node holds key, for up to limit.
+func awaitGone(r *run, key string, limit time.Duration) {
+	r.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		left := false
+		for _, n := range r.c.Sample(key).Nodes {
+			left = left || n.Value != ""
+		}
+		if !left {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.Fatalf("%q still on some node after %v: %+v", key, limit, r.c.Sample(key).Nodes)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// clockForwardThenRestart: a forward step of one node's clock, then a
+// restart of the same node, under a lock that the node's quarantine alone
+// protects. a cannot reach node 1 and holds a 3s lock on nodes 0 and 2, a
+// bare quorum. Node 0's clock steps 2s ahead (a's key there still has
+// most of a second to live by it), and node 0 is at once killed and
+// restarted, empty, its clock still 2s ahead. b, with quarantine on,
+// polls: node 1 is free and node 2 refuses, so only node 0's quarantine
+// keeps b out until a's lock has ended. What is checked:
+//
+//   - quarantine: b gets the lock only after a's lock ended (no overlap),
+//     and b's Probe right after the restart finds node 0 quarantined and
+//     less than a second old. Redis measures its uptime between two
+//     readings of the stepped clock, so the step taken before the start
+//     does not make the node look older (were it counted, the node would
+//     report at least a second of age);
+//   - fences: once node 0 has left its quarantine b takes the lock on
+//     every node, and node 0's grant writes its counter from its clock,
+//     2s ahead; b releases it. Then node 0's clock is put right, a 2s
+//     step back on a node that keeps its counter, and a and b take the
+//     lock in turn (released, or every fourth left to expire). No fence
+//     may fall (the checker's fence check across the whole run). Every
+//     lock has the 3s TTL, more than the 2s by which node 0's clock, and
+//     then its counter, are ahead of true time, as A4 asks:
+//     canary-fence-counter-ahead shows a shorter TTL after the clock was
+//     put right.
+func clockForwardThenRestart(r *run) {
+	const ttl, step = 3 * time.Second, 2 * time.Second
+	r.aged(ttl)
+	opts := redlock.Options{NodeTimeout: 30 * time.Millisecond, ReleaseTimeout: 100 * time.Millisecond}
+	a := r.client("a", true, opts)
+	b := r.client("b", true, opts)
+	ctx := context.Background()
+	a.Cut(true, 1)
+	ha := mustLock(r, a, ttl)
+	// A refusal teaches b a's TTL (the nodes report it), which b then asks
+	// restarted nodes to wait out.
+	if hb, err := b.TryLock(ctx, "ft:lock", ttl); err == nil {
+		hb.Release(ctx)
+		r.Fatal("b obtained the lock while a held it on two nodes of three")
+	}
+	r.c.JumpClock(0, step)
+	r.c.Kill(0)
+	r.c.Restart(0)
+	restarted := time.Now()
+	st := b.RL.Probe(ctx)[0]
+	if st.Health != redlock.NodeQuarantined {
+		r.Errorf("node 0 right after its restart: %v, want quarantined", st.Health)
+	}
+	if st.Age >= time.Second {
+		r.Errorf("node 0 reports an age of %v %v after its restart: the step before it was counted", st.Age, time.Since(restarted))
+	}
+	hb := pollUntil(b, "ft:lock", ttl, ha.ClaimedUntil().Add(2*ttl))
+	if hb == nil {
+		r.Fatal("b never obtained the lock")
+	}
+	hb.Release(ctx)
+	r.note("node 0 aged %v right after its restart; b in %v after a's lock ended", st.Age, time.Duration(hb.Op.Return-ha.Op.Until).Round(time.Millisecond))
+	a.Cut(false, 1)
+
+	// Once node 0 votes again, a lock on every node has node 0 write its
+	// counter from its clock, 2s ahead.
+	deadline := time.Now().Add(3 * ttl)
+	for b.RL.Probe(ctx)[0].Health != redlock.NodeHealthy {
+		if time.Now().After(deadline) {
+			r.Fatal("node 0 never left its quarantine")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	hb = lockEverywhere(r, b, ttl, nil)
+	hb.Release(ctx)
+	r.c.JumpClock(0, 0)
+	fences := []int64{ha.Op.Fence, hb.Op.Fence}
+	for i := range pick(4, 12) {
+		hl := mustLock(r, []*Client{a, b}[i%2], ttl)
+		fences = append(fences, hl.Op.Fence)
+		if i%4 == 3 {
+			time.Sleep(time.Until(hl.ClaimedUntil()))
+		} else {
+			hl.Release(ctx)
+		}
+	}
+	r.note("fences, in µs past the first, rise across the step back: %v", relative(fences))
+}
+
+// fenceCounterAhead: a node's fence counter, written while its clock was
+// ahead, outlives the correction of the clock. Node 0's clock is 2s ahead
+// while b takes a 3s lock (A4 holds: 2s is less than the TTL), b's
+// requests to node 0 delayed so that the round counts nodes 1 and 2 and
+// takes its fence from true time; node 0's grant, applied later, writes
+// its counter from its clock, 2s ahead, and b's release leaves the higher
+// counter as it is. Node 0's clock is then put right, a step back on a
+// node that has a counter. a, whose requests to node 2 are delayed, takes
+// a 500ms lock counted on nodes 0 and 1, its fence from node 0's counter,
+// and dies. b, cut off from node 0, gets the lock from nodes 1 and 2 once
+// a's keys expired, its fence from their clocks: more than a second below
+// a's. A4 dropped: the counter hands out fences 2s ahead of the other
+// nodes' clocks to a lock whose TTL is shorter than that.
+func fenceCounterAhead(r *run) {
+	const long, short = 3 * time.Second, 500 * time.Millisecond
+	opts := redlock.Options{NodeTimeout: 50 * time.Millisecond, ReleaseTimeout: 100 * time.Millisecond}
+	a := r.client("a", false, opts)
+	b := r.client("b", false, opts)
+	ctx := context.Background()
+	r.c.JumpClock(0, 2*time.Second)
+	b.SetLatency(0, 40*time.Millisecond)
+	first := lockEverywhere(r, b, long, nil)
+	first.Release(ctx)
+	awaitGone(r, "ft:lock", 5*time.Second) // the release reaches node 0 late too
+	b.SetLatency(0, 0)
+	r.c.JumpClock(0, 0)
+	a.SetLatency(2, 40*time.Millisecond)
+	ha := mustLock(r, a, short)
+	b.Cut(true, 0)
+	hb := pollUntil(b, "ft:lock", short, ha.ClaimedUntil().Add(5*time.Second))
+	if hb == nil {
+		r.Fatal("b never obtained the lock")
+	}
+	hb.Release(ctx)
+	r.note("fences past b's first lock: a's %+.3fs, then b's %+.3fs", float64(ha.Op.Fence-first.Op.Fence)/1e6, float64(hb.Op.Fence-first.Op.Fence)/1e6)
+}
+
+// relative returns the fences less the first.
+func relative(fences []int64) []int64 {
+	out := make([]int64, len(fences))
+	for i, f := range fences {
+		out[i] = f - fences[0]
+	}
+	return out
+}
+
+// restartThenClockForward: clockForwardThenRestart in the other order. a
+// holds a 3s lock on nodes 0 and 2 (it cannot reach node 1); node 0 is
+// killed and restarted, empty, and then its clock steps 5s ahead. Redis's
+// uptime, the difference of two wall-clock readings, jumps with the
+// clock, so the restart marker takes node 0 for 5s old and it leaves its
+// quarantine at once: b obtains the lock from nodes 0 and 1 while a holds
+// it. The assumption dropped is A1's: no forward step on a node whose vote
+// a lock counts. Without the restart the same step would expire a's key
+// on node 0 and let b in the same way.
+func restartThenClockForward(r *run) {
+	const ttl = 3 * time.Second
+	r.aged(ttl)
+	opts := redlock.Options{NodeTimeout: 30 * time.Millisecond, ReleaseTimeout: 100 * time.Millisecond}
+	a := r.client("a", true, opts)
+	b := r.client("b", true, opts)
+	ctx := context.Background()
+	a.Cut(true, 1)
+	ha := mustLock(r, a, ttl)
+	if hb, err := b.TryLock(ctx, "ft:lock", ttl); err == nil {
+		hb.Release(ctx)
+		r.Fatal("b obtained the lock while a held it on two nodes of three")
+	}
+	r.c.Kill(0)
+	r.c.Restart(0)
+	before := b.RL.Probe(ctx)[0]
+	r.c.JumpClock(0, 5*time.Second)
+	after := b.RL.Probe(ctx)[0]
+	r.note("node 0 aged %v (%v) after its restart, %v (%v) after the step", before.Age, before.Health, after.Age, after.Health)
+	intrude(r, b, ha, ttl)
+}
+
+// autoExtendUnderFaults: three clients take turns at the lock on five
+// nodes. Each holder keeps its 400ms lock with Lock.AutoExtend (an
+// extension every third of the TTL) for two to five TTLs, writes to the
+// fenced resource while the lock is valid, stops early if the lock's
+// context ends, and releases it. Meanwhile faults come in turn, each
+// healed before the next: a node killed and restarted at once; two nodes
+// killed and restarted 400ms later; a node stopped for 400ms; the current
+// holder cut off from two nodes, or from three; the holder's extend
+// replies lost on one node. Quarantine is on. Every automatic extension
+// is in the history (Extend.Auto), and only those that succeeded carry a
+// holder's claim, so the checker judges each holder by the validity the
+// library gave it. Beyond the checker: some holder kept its lock past its
+// TTL by automatic extensions, and some automatic extension failed under
+// a fault.
+func autoExtendUnderFaults(r *run) {
+	const ttl = 400 * time.Millisecond
+	r.aged(ttl)
+	cls := r.clients(3, true, redlock.Options{ReleaseTimeout: 200 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), pick(5*time.Second, 60*time.Second))
+	defer cancel()
+	var holder atomic.Pointer[Client]
+	var lost atomic.Int32
+	var wg sync.WaitGroup
+	for _, cl := range cls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				lctx, stop := context.WithTimeout(ctx, ttl)
+				hl, err := cl.Lock(lctx, "ft:lock", ttl)
+				stop()
+				if err != nil {
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				hl.L.AutoExtend(0)
+				holder.Store(cl)
+				done := hl.L.Context().Done()
+				hold := time.After(time.Duration(2+rand.N(4)) * ttl)
+				tick := time.NewTicker(ttl / 4)
+			work:
+				for {
+					if hl.L.Valid() {
+						r.res.Write(hl)
+					}
+					select {
+					case <-done:
+						lost.Add(1)
+						break work
+					case <-hold:
+						break work
+					case <-tick.C:
+					}
+				}
+				tick.Stop()
+				holder.CompareAndSwap(cl, nil)
+				hl.Release(context.Background())
+				time.Sleep(rand.N(20 * time.Millisecond))
+			}
+		}()
+	}
+	// current returns the client that holds the lock, waiting up to a TTL
+	// for one, or any client.
+	current := func() *Client {
+		for range 20 {
+			if cl := holder.Load(); cl != nil {
+				return cl
+			}
+			time.Sleep(ttl / 20)
+		}
+		return cls[rand.N(len(cls))]
+	}
+	kinds := []string{"kill+restart", "cut holder from 3", "kill 2, restart later", "lost extend replies", "pause", "cut holder from 2"}
+	n := r.c.N()
+	for k := 0; ctx.Err() == nil; k++ {
+		time.Sleep(200*time.Millisecond + rand.N(200*time.Millisecond))
+		i, j := rand.N(n), rand.N(n)
+		for j == i {
+			j = rand.N(n)
+		}
+		switch kind := kinds[k%len(kinds)]; kind {
+		case "kill+restart":
+			r.c.Kill(i)
+			r.c.Restart(i)
+		case "kill 2, restart later":
+			r.c.Kill(i)
+			r.c.Kill(j)
+			time.Sleep(ttl)
+			r.c.Restart(i)
+			r.c.Restart(j)
+		case "pause":
+			r.c.Pause(i)
+			time.Sleep(ttl)
+			r.c.Resume(i)
+		case "cut holder from 2", "cut holder from 3":
+			cl, size := current(), 2
+			if kind == "cut holder from 3" {
+				size = 3
+			}
+			nodes := rand.Perm(n)[:size]
+			cl.Cut(true, nodes...)
+			time.Sleep(ttl)
+			cl.Cut(false, nodes...)
+		case "lost extend replies":
+			current().DropReplies(i, 2, "extend")
+			time.Sleep(ttl)
+		}
+	}
+	wg.Wait()
+	var autoOK, autoFailed, pastTTL int
+	var longest time.Duration
+	for _, op := range r.ops(succeeded) {
+		until := op.Until
+		for _, e := range op.Extends {
+			switch {
+			case e.Auto && e.OK:
+				autoOK++
+				until = e.Until
+			case e.Auto:
+				autoFailed++
+			}
+		}
+		if until > op.Return+Mono(ttl) {
+			pastTTL++
+		}
+		longest = max(longest, time.Duration(until-op.Return))
+	}
+	if autoOK == 0 || pastTTL == 0 {
+		r.Errorf("%d automatic extensions succeeded, %d locks held past their TTL: AutoExtend never kept a lock", autoOK, pastTTL)
+	}
+	if autoFailed == 0 {
+		r.Error("no automatic extension failed: the faults never reached a holder, and the scenario shows nothing")
+	}
+	r.note("%d locks, %d kept past their TTL (longest %.1f TTLs); automatic extensions %d ok, %d failed; %d lock contexts ended before release",
+		len(r.ops(succeeded)), pastTTL, float64(longest)/float64(ttl), autoOK, autoFailed, lost.Load())
 }

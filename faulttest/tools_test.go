@@ -169,3 +169,47 @@ func TestClockShim(t *testing.T) {
 		t.Fatalf("PTTL after a 5s jump back = %dms, want over 5000", ms)
 	}
 }
+
+// TestClockShimRate: a node whose clock runs at rate 4 counts four seconds
+// of TIME per real second and expires a key set to live 2s after half a
+// second of real time; at rate 1/4 a key set to live 400ms outlives 800ms
+// of real time. Key expiry follows the shim's wall clock, not the
+// monotonic one. A change of rate does not step the clock.
+func TestClockShimRate(t *testing.T) {
+	c := NewCluster(t, Config{Scenario: "clock-shim-rate", N: 1, ClockShim: true})
+	srv := c.Server(0)
+	offset := func() time.Duration {
+		t.Helper()
+		off, err := c.NodeClockOffset(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return off
+	}
+
+	c.SetClockRate(0, 4)
+	before := offset()
+	srv.MustDo(t, "SET", "fast", "v", "PX", "2000")
+	time.Sleep(time.Second)
+	if v := srv.MustDo(t, "GET", "fast"); v != nil {
+		t.Fatal("a key set to live 2s on a node whose clock runs 4 times too fast is still there after 1s")
+	}
+	// Over a second or more the node's clock gains three seconds a second.
+	gained := offset() - before
+	if gained < 2500*time.Millisecond {
+		t.Fatalf("the node's clock gained %v on real time in over a second at rate 4", gained)
+	}
+
+	c.SetClockRate(0, 0.25)
+	if step := offset() - (before + gained); step.Abs() > 100*time.Millisecond {
+		t.Fatalf("changing the rate stepped the clock by %v", step)
+	}
+	srv.MustDo(t, "SET", "slow", "v", "PX", "400")
+	time.Sleep(800 * time.Millisecond)
+	if v := srv.MustDo(t, "GET", "slow"); v != "v" {
+		t.Fatal("a key set to live 400ms on a node whose clock runs at a quarter of real speed expired within 800ms")
+	}
+	if ms := srv.MustDo(t, "PTTL", "slow").(int64); ms <= 0 || ms > 300 {
+		t.Fatalf("after 800ms at rate 1/4 the key has %dms to live, want about 200ms", ms)
+	}
+}
