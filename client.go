@@ -296,7 +296,7 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 	ctx, ev := c.begin(ctx, "acquire", key)
 	defer func() {
 		if l != nil {
-			ev.Fence = l.fence
+			ev.Fence, ev.Until = l.fence, l.until
 		}
 		c.end(ctx, ev, err)
 	}()

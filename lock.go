@@ -63,11 +63,15 @@ func (l *Lock) Token() string { return l.token }
 func (l *Lock) TTL() time.Duration { return l.ttl }
 
 // Fence returns the lock's fencing token: a number greater than the fence
-// of every owner that held the lock before, as long as the nodes' clocks
-// differ by less than the TTL, and no node's clock has gone back since an
-// earlier owner's grant while that node has no counter for the lock (a
-// counter lives ten TTLs, at least a minute, after the lock's last grant
-// or release, and a restart without persistence loses it). A resource
+// of every owner that held the lock before, as long as no node hands out
+// fences ahead of the other nodes' clocks by as much as the TTL of a lock
+// on the key, and no node's clock has gone back since an earlier owner's
+// grant while that node has no counter for the lock (a counter lives ten
+// TTLs, at least a minute, after the lock's last grant or release, and a
+// restart without persistence loses it). A node's fence is its clock or,
+// when that is behind, its counter, which its clock wrote: a clock ahead
+// by X needs every TTL used on the key above X, and still does through
+// the counter until X has passed since the clock was put right. A resource
 // that only accepts writes with a fence greater than the greatest it has
 // seen cannot be written by an owner that lost the lock without noticing.
 //
@@ -171,7 +175,12 @@ func (l *Lock) endLocked(cause error) {
 // ErrInvalid for a bad ttl.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	ctx, ev := l.c.begin(ctx, "extend", l.key)
-	defer func() { l.c.end(ctx, ev, err) }()
+	defer func() {
+		if err == nil && l.c.obs != nil {
+			ev.Until = l.Until()
+		}
+		l.c.end(ctx, ev, err)
+	}()
 	if ev.TTL, err = l.c.checkLock(l.key, ttl); err != nil {
 		return err
 	}

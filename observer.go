@@ -66,6 +66,7 @@ type OpEvent struct {
 	Rounds   int           // acquire: the rounds made
 	TTL      time.Duration // acquire, extend: the TTL asked for, to the millisecond when valid
 	Fence    int64         // acquire: the lock's fence, when obtained
+	Until    time.Time     // acquire, extend: the lock's validity deadline, when the call succeeded
 	Held     time.Duration // release: from the start of the acquiring round to the release
 	Err      error         // nil on success; as the call returned it
 }

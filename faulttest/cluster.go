@@ -787,19 +787,24 @@ func (hl *Held) Extend(ctx context.Context, ttl time.Duration) error {
 	hl.cl.c.noteLock(hl.Op.Key, ttl)
 	start := hl.cl.c.H.Now()
 	err := hl.L.Extend(context.WithValue(ctx, recordedBy{}, "Held.Extend"), ttl)
-	hl.record(start, ttl, err, false)
+	var until time.Time
+	if err == nil {
+		until = hl.L.Until()
+	}
+	hl.record(start, ttl, err, until, false)
 	return err
 }
 
 // record records an extension that started at start and has just
-// returned err, and samples the lock's key after a successful one. The
-// end of validity it claims is read from the lock, and counts only when
-// the extension succeeded.
-func (hl *Held) record(start Mono, ttl time.Duration, err error, auto bool) {
+// returned err, and samples the lock's key after a successful one. until
+// is the end of validity the lock claims after a successful extension;
+// auto tells an extension of AutoExtend, which the Observer reports with
+// its deadline (OpEvent.Until), from one of Held.Extend.
+func (hl *Held) record(start Mono, ttl time.Duration, err error, until time.Time, auto bool) {
 	h := hl.cl.c.H
 	e := Extend{Start: start, Return: h.Now(), TTLms: ttl.Milliseconds(), Auto: auto}
 	if err == nil {
-		e.OK, e.Until = true, hl.cl.claim(e.Start, hl.L.Until())
+		e.OK, e.Until = true, hl.cl.claim(e.Start, until)
 	} else {
 		e.Err, e.Lost = err.Error(), errors.Is(err, redlock.ErrLockLost)
 	}
@@ -846,13 +851,10 @@ type extendStart struct{}
 // extension is the client's lock on its key, since a client holds one lock
 // per key at a time. Other events go to next, if any.
 //
-// Once an automatic extension has succeeded, the recorder reads the new
-// deadline from the lock and samples the key on every node before it
-// returns, on AutoExtend's goroutine. The Observer contract asks not to
-// call back into the lock: Lock.Until only takes the lock's own mutex,
-// which Extend has let go when it reports its end, and the sample takes
-// about a millisecond, which the next extension, a third of a TTL away,
-// can spare.
+// Once an automatic extension has succeeded, the recorder takes the new
+// deadline from the event (OpEvent.Until) and samples the key on every
+// node before it returns, on AutoExtend's goroutine: about a millisecond,
+// which the next extension, a third of a TTL away, can spare.
 type recorder struct {
 	cl   *Client
 	next redlock.Observer
@@ -884,7 +886,7 @@ func (rec recorder) Observe(ctx context.Context, e redlock.Event) {
 		rec.cl.c.t.Errorf("faulttest: %s extended %q, which it does not hold (err %v)", rec.cl.Name, ev.Key, ev.Err)
 		return
 	}
-	hl.record(start, ev.TTL, ev.Err, true)
+	hl.record(start, ev.TTL, ev.Err, ev.Until, true)
 }
 
 // ClaimedUntil returns the end of validity the lock's client claims now.
