@@ -18,10 +18,12 @@ var (
 	// quorum to be possible.
 	ErrTaken = errors.New("redlock: lock is held by another owner")
 
-	// ErrNoQuorum means too few nodes answered for the operation to reach a
-	// quorum, whatever the others held. The per-node causes are in the
-	// *OpError.
-	ErrNoQuorum = errors.New("redlock: no quorum of nodes reachable")
+	// ErrNoQuorum means too few nodes could take part for the operation to
+	// reach a quorum, whatever the others held: nodes did not answer in
+	// time, answered that they are busy or loading their data, or sat out
+	// their quarantine after a restart or a promotion. Each of these may
+	// pass, so Lock tries again. The per-node causes are in the *OpError.
+	ErrNoQuorum = errors.New("redlock: too few nodes available for a quorum")
 
 	// ErrRefused means that so many nodes refused the request, in a way
 	// that trying again cannot change, that a quorum is out of reach: a

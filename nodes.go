@@ -2,9 +2,12 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/quorumlock/redlock/driver"
 )
 
 // NodeHealth is what a Client last saw of a node.
@@ -18,7 +21,8 @@ const (
 	// NodeQuarantined means the node answered but restarted too recently
 	// to vote; NodeState.Until says until when.
 	NodeQuarantined
-	// NodeUnreachable means the last request to the node failed or got no
+	// NodeUnreachable means the last request to the node got no answer:
+	// it could not be sent, the connection broke, or the node did not
 	// answer in time; NodeState.Err says why.
 	NodeUnreachable
 	// NodeRefusing means the node answered the last request with an error
@@ -26,9 +30,14 @@ const (
 	// outcome Refused), such as WRONGPASS or READONLY; NodeState.Err says
 	// which.
 	NodeRefusing
+	// NodeBusy means the node answered the last request that it cannot
+	// serve it now, with an error that may pass: LOADING, BUSY, TRYAGAIN,
+	// MASTERDOWN or CLUSTERDOWN (the outcome Failed). NodeState.Err says
+	// which.
+	NodeBusy
 )
 
-var healthNames = [...]string{"unknown", "healthy", "quarantined", "unreachable", "refusing"}
+var healthNames = [...]string{"unknown", "healthy", "quarantined", "unreachable", "refusing", "busy"}
 
 func (h NodeHealth) String() string {
 	if h >= 0 && int(h) < len(healthNames) {
@@ -42,7 +51,7 @@ type NodeState struct {
 	Node   string     // the node's Name
 	Health NodeHealth // what the last answer, or its absence, showed
 	Until  time.Time  // NodeQuarantined: when the node is expected to vote again
-	Err    error      // NodeUnreachable, NodeRefusing: the last error
+	Err    error      // NodeUnreachable, NodeRefusing, NodeBusy: the last error
 	Seen   time.Time  // when the state was observed; zero if never
 
 	// Set by Probe only.
@@ -122,6 +131,13 @@ func (c *Client) learn(ttl time.Duration) {
 	raise(&c.learned, int64(ttl))
 }
 
+// answered reports whether err is the node's own error reply, rather than
+// a failure to hear from the node.
+func answered(err error) bool {
+	var reply *driver.ReplyError
+	return errors.As(err, &reply)
+}
+
 // raise sets a to v if v is larger.
 func raise(a *atomic.Int64, v int64) {
 	for {
@@ -167,6 +183,8 @@ func (c *Client) heard(ctx context.Context, r *round, quarantine time.Duration) 
 			continue
 		case res.Outcome == Refused:
 			st.Health, st.Err, st.Until = NodeRefusing, res.Err, time.Time{}
+		case res.Outcome == Failed && answered(res.Err):
+			st.Health, st.Err, st.Until = NodeBusy, res.Err, time.Time{}
 		case res.Outcome == Failed || res.Outcome == NoAnswer:
 			st.Health, st.Err, st.Until = NodeUnreachable, res.Err, time.Time{}
 		case res.Outcome == Quarantined:

@@ -147,3 +147,33 @@ func TestLockReturnsAtOnceWhenRefused(t *testing.T) {
 		t.Fatalf("Lock = %v, want ErrNoQuorum after two rounds", err)
 	}
 }
+
+func TestBusyIsNotUnreachable(t *testing.T) {
+	// A node that answers LOADING or BUSY has answered: it is busy, and
+	// is tried again; only a node not heard from is unreachable.
+	ns := []Node{
+		refusingNode{"a", errReply("LOADING Redis is loading the dataset in memory")},
+		refusingNode{"b", errReply("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")},
+		refusingNode{"c", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}},
+	}
+	c, err := New(ns, &Options{DisableQuarantine: true, Tries: 2, RetryDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Lock(context.Background(), "k", time.Second)
+	var oe *OpError
+	if !errors.Is(err, ErrNoQuorum) || !errors.As(err, &oe) || oe.Rounds != 2 {
+		t.Fatalf("Lock = %v, want ErrNoQuorum after two rounds", err)
+	}
+	st := c.States()
+	if st[0].Health != NodeBusy || st[1].Health != NodeBusy || st[2].Health != NodeUnreachable {
+		t.Fatalf("states %v, %v, %v; want busy, busy, unreachable", st[0].Health, st[1].Health, st[2].Health)
+	}
+	if !strings.Contains(st[0].Err.Error(), "LOADING") || NodeBusy.String() != "busy" {
+		t.Fatalf("busy node's error %v, String %q", st[0].Err, NodeBusy)
+	}
+	if strings.Contains(err.Error(), "reachable") {
+		t.Fatalf("%v: a busy node is not unreachable", err)
+	}
+}

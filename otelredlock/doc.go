@@ -69,7 +69,7 @@
 //	redlock.round.ok      true, false
 //	redlock.node.name     the node's Name, such as "10.0.0.7:6379/0"
 //	redlock.node.outcome  failed, refused, no_answer
-//	redlock.node.state    healthy, quarantined, unreachable, refusing, unknown
+//	redlock.node.state    healthy, quarantined, unreachable, refusing, busy, unknown
 //
 // An outcome is derived from the error the call returned, with errors.Is:
 // canceled when the caller's context ended the call (context.Canceled or

@@ -67,6 +67,7 @@ var (
 		redlock.NodeQuarantined: "quarantined",
 		redlock.NodeUnreachable: "unreachable",
 		redlock.NodeRefusing:    "refusing",
+		redlock.NodeBusy:        "busy",
 	}
 )
 

@@ -299,10 +299,10 @@ func checkStates(t *testing.T, st map[string]map[string]int64, nodes []string, w
 			w = other
 		}
 		got := st[n]
-		if len(got) != 5 {
-			t.Errorf("node %s: states %v, want healthy, quarantined, unreachable, refusing and unknown", n, got)
+		if len(got) != 6 {
+			t.Errorf("node %s: states %v, want healthy, quarantined, unreachable, refusing, busy and unknown", n, got)
 		}
-		for _, s := range []string{"healthy", "quarantined", "unreachable", "refusing", "unknown"} {
+		for _, s := range []string{"healthy", "quarantined", "unreachable", "refusing", "busy", "unknown"} {
 			v := int64(0)
 			if s == w {
 				v = 1
@@ -525,7 +525,7 @@ func TestLockRelease(t *testing.T) {
 		if st[n]["healthy"] == 1 {
 			healthyNodes++
 		}
-		if st[n]["healthy"]+st[n]["unknown"]+st[n]["unreachable"]+st[n]["quarantined"]+st[n]["refusing"] != 1 {
+		if st[n]["healthy"]+st[n]["unknown"]+st[n]["unreachable"]+st[n]["quarantined"]+st[n]["refusing"]+st[n]["busy"] != 1 {
 			t.Errorf("node %s: states %v, want one of them 1", n, st[n])
 		}
 	}
@@ -885,8 +885,8 @@ func TestConcurrent(t *testing.T) {
 	}
 	st := states(t, ms)
 	for _, n := range f.nodes {
-		if len(st[n]) != 5 || st[n]["healthy"]+st[n]["unknown"]+st[n]["unreachable"]+st[n]["quarantined"]+st[n]["refusing"] != 1 {
-			t.Errorf("node %s: states %v, want one of the five 1", n, st[n])
+		if len(st[n]) != 6 || st[n]["healthy"]+st[n]["unknown"]+st[n]["unreachable"]+st[n]["quarantined"]+st[n]["refusing"]+st[n]["busy"] != 1 {
+			t.Errorf("node %s: states %v, want one of the six 1", n, st[n])
 		}
 	}
 }

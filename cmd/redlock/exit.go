@@ -13,7 +13,7 @@ const (
 	exitFailure     = 1  // a check failed (doctor, demo), or release was not confirmed
 	exitNoQuorum    = 2  // doctor: no quorum of healthy nodes
 	exitUsage       = 64 // EX_USAGE: bad flags, arguments or node URLs
-	exitUnavailable = 69 // EX_UNAVAILABLE: no quorum of nodes could be reached
+	exitUnavailable = 69 // EX_UNAVAILABLE: too few nodes available for a quorum
 	exitSoftware    = 70 // EX_SOFTWARE: an unexpected error
 	exitTaken       = 75 // EX_TEMPFAIL: others held the lock for all of --wait
 	exitLockLost    = 76 // the lock was lost while the command ran

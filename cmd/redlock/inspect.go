@@ -202,7 +202,7 @@ func newReport(ins *redlock.Inspection, quorum int, states []redlock.NodeState, 
 			case redlock.NodeQuarantined:
 				until := s.Until
 				n.QuarantinedUntil = &until
-			case redlock.NodeUnreachable, redlock.NodeRefusing:
+			case redlock.NodeUnreachable, redlock.NodeRefusing, redlock.NodeBusy:
 				n.Error = describeErr(s.Err)
 			}
 		}

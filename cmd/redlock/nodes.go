@@ -344,6 +344,8 @@ func stateText(s redlock.NodeState, now time.Time) string {
 		return fmt.Sprintf("quarantined until %s (%s more)", s.Until.Format("15:04:05"), roundDur(s.Until.Sub(now)))
 	case redlock.NodeUnreachable:
 		return "unreachable: " + describeErr(s.Err)
+	case redlock.NodeBusy:
+		return "busy: " + describeErr(s.Err)
 	case redlock.NodeRefusing:
 		return "refused: " + describeErr(s.Err)
 	}

@@ -60,7 +60,7 @@ stdout and stderr are COMMAND's own; SIGINT, SIGTERM and SIGHUP sent to
 redlock are passed on to it (a Ctrl-C at a terminal reaches it directly).
 
 If the lock is lost while COMMAND runs (its keys deleted or evicted on a
-majority of the nodes, or too few nodes reachable to extend it in time),
+majority of the nodes, or too few nodes answered in time to extend it),
 redlock sends COMMAND SIGTERM, then SIGKILL after --kill-grace, says so on
 stderr and exits with status 76. Unless stdin is a terminal, COMMAND runs
 in a process group of its own, and the signals go to the whole group.
@@ -68,7 +68,8 @@ in a process group of its own, and the signals go to the whole group.
 Exit status:
   COMMAND's own   when it ran (128+N if it was killed by signal N)
   64              usage error: bad flags, arguments or node URLs
-  69              no quorum of nodes could be reached (or it could not vote)
+  69              too few nodes available for a quorum: unreachable, busy,
+                  or in quarantine
   75              the lock is held by others, and --wait ran out
   76              the lock was lost while COMMAND ran
   77              nodes refused the credentials or their ACL denies a command
@@ -286,6 +287,8 @@ func waitingReport(c *redlock.Client) (key, text string) {
 			fmt.Fprintf(&b, "\n  %s quarantined for %v more", s.Node, roundDur(time.Until(s.Until)))
 		case redlock.NodeUnreachable:
 			fmt.Fprintf(&b, "\n  %s unreachable: %s", s.Node, describeErr(s.Err))
+		case redlock.NodeBusy:
+			fmt.Fprintf(&b, "\n  %s busy: %s", s.Node, describeErr(s.Err))
 		case redlock.NodeRefusing:
 			fmt.Fprintf(&b, "\n  %s refused: %s", s.Node, describeErr(s.Err))
 		}
@@ -347,7 +350,7 @@ func noQuorumText(c *redlock.Client, op *redlock.OpError) string {
 				ok++
 			}
 		}
-		reason := "no quorum of nodes could be reached"
+		reason := "too few nodes available for a quorum"
 		if errors.Is(op, redlock.ErrExpired) {
 			reason = "the nodes answered too slowly to leave any validity"
 		}
@@ -363,7 +366,7 @@ func noQuorumText(c *redlock.Client, op *redlock.OpError) string {
 		return b.String()
 	}
 	states := c.States()
-	fmt.Fprintf(&b, "no quorum of nodes could be reached (%d of %d nodes healthy, %d needed):", countHealthy(states), len(states), c.Quorum())
+	fmt.Fprintf(&b, "too few nodes available for a quorum (%d of %d nodes healthy, %d needed):", countHealthy(states), len(states), c.Quorum())
 	for _, s := range states {
 		fmt.Fprintf(&b, "\n  %s %s", s.Node, stateText(s, time.Now()))
 	}

@@ -86,12 +86,12 @@ func TestRunNodesDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = run(t, "run", "--no-quarantine", "--wait", "0s", nodes, "k", "--", "echo", "must not run")
-	expect(t, r, exitUnavailable, "no quorum", "connection refused", "2 of 5 nodes voted, 3 needed")
+	expect(t, r, exitUnavailable, "too few nodes available for a quorum", "connection refused", "2 of 5 nodes voted, 3 needed")
 	if strings.Contains(r.stdout, "must not run") {
 		t.Fatalf("the command ran without the lock:\n%s", r)
 	}
 	r = run(t, "run", "--no-quarantine", "--wait", "500ms", nodes, "k", "--", "echo", "must not run")
-	expect(t, r, exitUnavailable, "no quorum")
+	expect(t, r, exitUnavailable, "too few nodes available for a quorum")
 	if strings.Contains(r.stdout, "must not run") {
 		t.Fatalf("the command ran without the lock:\n%s", r)
 	}
