@@ -3,6 +3,8 @@ package drivertest
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,8 +17,8 @@ import (
 
 // testRefused covers nodes that refuse for good: a wrong password, none
 // on a node that needs one, an ACL without the scripting commands, a
-// replica, a certificate that fails verification, a key of another type
-// and a full node. Each must end Lock after
+// replica, a certificate that fails verification, a failed snapshot
+// (MISCONF), a key of another type and a full node. Each must end Lock after
 // one round, even with a context that would let it wait, with an error
 // that wraps ErrRefused and names the server's reason.
 func (s *suite) testRefused(t *testing.T) {
@@ -70,6 +72,36 @@ func (s *suite) testRefused(t *testing.T) {
 		if errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "certificate") {
 			t.Fatalf("error %v after %d rounds; want a refusal naming the certificate, without waiting for the context", err, oe.Rounds)
 		}
+	})
+	t.Run("FailedSave", func(t *testing.T) {
+		// A node with save points whose last snapshot failed refuses
+		// writes (MISCONF, stop-writes-on-bgsave-error): the snapshot's
+		// file name is taken by a directory, so the save cannot rename its
+		// temporary file onto it.
+		srvs := redistest.StartN(t, 2, redistest.Config{Args: []string{"--save", "3600 1"}})
+		for _, srv := range srvs {
+			dir, _ := srv.MustDo(t, "CONFIG", "GET", "dir").([]any)
+			if len(dir) != 2 {
+				t.Fatalf("CONFIG GET dir = %v", dir)
+			}
+			if err := os.MkdirAll(filepath.Join(dir[1].(string), "dump.rdb", "x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			srv.MustDo(t, "BGSAVE")
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				info, _ := srv.MustDo(t, "INFO", "persistence").(string)
+				if strings.Contains(info, "rdb_last_bgsave_status:err") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the snapshot did not fail: %s", info)
+				}
+			}
+		}
+		healthy := redistest.Start(t, redistest.Config{})
+		c := s.client(t, append(redistest.URLs(srvs), healthy.URL()), nil)
+		_, err := c.Lock(ctxT(t), keyFor(t), time.Second)
+		mustRefuse(t, err, "MISCONF")
 	})
 	t.Run("WrongType", s.testRefusedWrongType)
 	t.Run("ExtendAndRelease", s.testRefusedExtendRelease)
