@@ -20,16 +20,25 @@ import (
 func errorCode(err error) string {
 	var reply *driver.ReplyError
 	if errors.As(err, &reply) {
-		return reply.Code()
+		return aclCode(reply)
 	}
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
-		return (&driver.ReplyError{Msg: rerr.Error()}).Code()
+		return aclCode(&driver.ReplyError{Msg: rerr.Error()})
 	}
 	if driver.IsCertificateError(err) {
 		return "TLS"
 	}
 	return ""
+}
+
+// aclCode returns the reply's code, but NOPERM for the ERR with which
+// Redis refuses a command that the ACL user may not run inside a script.
+func aclCode(reply *driver.ReplyError) string {
+	if reply.Code() == "ERR" && strings.Contains(reply.Msg, "can't run this command") {
+		return "NOPERM"
+	}
+	return reply.Code()
 }
 
 // permissionCodes are the error codes of a node that refuses the

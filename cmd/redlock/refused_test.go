@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/driver/drivertest"
 	"github.com/quorumlock/redlock/redistest"
 )
 
@@ -32,6 +33,17 @@ func TestRunRefused(t *testing.T) {
 	// No --wait: without the refusal, run would wait until killed.
 	r := run(t, "run", "--no-quarantine", "--nodes", strings.Join(wrong, ","), "k", "--", "echo", "must not run")
 	expect(t, r, exitNoPerm, "cannot be acquired", "3 of 3 nodes refused", "WRONGPASS", "user name or password")
+	notRun(r)
+
+	// An ACL user that may run the scripts but not INFO, which they call:
+	// a permission problem, though the server calls it ERR.
+	var denied []string
+	for _, s := range srv {
+		s.MustDo(t, append([]string{"ACL", "SETUSER", "noinfo", "on", ">pw"}, append(drivertest.LeastPrivilege, "~*", "-info")...)...)
+		denied = append(denied, "redis://noinfo:pw@"+s.Addr())
+	}
+	r = run(t, "run", "--no-quarantine", "--nodes", strings.Join(denied, ","), "k", "--", "echo", "must not run")
+	expect(t, r, exitNoPerm, "3 of 3 nodes refused", "can't run this command", "ACL")
 	notRun(r)
 
 	// A key that holds a hash on two nodes of three.
