@@ -1,6 +1,7 @@
 package goredisnode
 
 import (
+	"crypto/tls"
 	"errors"
 	"testing"
 
@@ -23,21 +24,36 @@ var adapter = drivertest.Adapter[*Node]{
 	CheckDialled: checkDialled,
 }
 
-// checkDialled checks the options Dial gave its client: no retries of
-// commands, one try per connection, context deadlines honoured, and TLS
-// as the URL asks.
+// checkDialled checks the options Dial gave its client, for one server or
+// a cluster: no retries of commands, one try per connection, context
+// deadlines honoured, and TLS as the URL asks.
 func checkDialled(t *testing.T, d drivertest.Dialled[*Node]) {
 	t.Helper()
-	o := d.Node.owned.Options()
-	if o.MaxRetries > 0 || !o.ContextTimeoutEnabled || o.DialerRetries != 1 {
-		t.Errorf("Dial(%q): MaxRetries %d, ContextTimeoutEnabled %v, DialerRetries %d",
-			d.URL, o.MaxRetries, o.ContextTimeoutEnabled, o.DialerRetries)
+	var (
+		retries, dialerRetries int
+		ctxTimeout             bool
+		maint                  *maintnotifications.Config
+		tlsConfig              *tls.Config
+	)
+	switch c := d.Node.owned.(type) {
+	case *redis.Client:
+		o := c.Options()
+		retries, dialerRetries, ctxTimeout, maint, tlsConfig = o.MaxRetries, o.DialerRetries, o.ContextTimeoutEnabled, o.MaintNotificationsConfig, o.TLSConfig
+	case *redis.ClusterClient:
+		o := c.Options()
+		retries, dialerRetries, ctxTimeout, maint, tlsConfig = o.MaxRetries, o.DialerRetries, o.ContextTimeoutEnabled, o.MaintNotificationsConfig, o.TLSConfig
+	default:
+		t.Fatalf("Dial(%q) made a %T", d.URL, c)
 	}
-	if m := o.MaintNotificationsConfig; m == nil || m.Mode != maintnotifications.ModeDisabled || m.EndpointType == maintnotifications.EndpointTypeAuto {
+	if retries > 0 || !ctxTimeout || dialerRetries != 1 {
+		t.Errorf("Dial(%q): MaxRetries %d, ContextTimeoutEnabled %v, DialerRetries %d",
+			d.URL, retries, ctxTimeout, dialerRetries)
+	}
+	if m := maint; m == nil || m.Mode != maintnotifications.ModeDisabled || m.EndpointType == maintnotifications.EndpointTypeAuto {
 		// Otherwise NewClient resolves the host name to classify it.
 		t.Errorf("Dial(%q): maintenance notifications %+v, want disabled with a fixed endpoint type", d.URL, m)
 	}
-	d.CheckTLS(t, o.TLSConfig)
+	d.CheckTLS(t, tlsConfig)
 }
 
 func TestAdapter(t *testing.T) {

@@ -32,9 +32,10 @@ type Node struct {
 	c    redis.Scripter
 	name string
 
-	// owned is the client Dial created, closed by Close; nil when the
-	// caller owns the client.
-	owned     *redis.Client
+	// owned is the client Dial created, a *redis.Client or a
+	// *redis.ClusterClient, closed by Close; nil when the caller owns the
+	// client.
+	owned     redis.UniversalClient
 	closeOnce sync.Once
 	closeErr  error
 
@@ -52,11 +53,18 @@ var _ driver.Batcher = (*Node)(nil)
 // (Options.ContextTimeoutEnabled = true); [Dial] configures its clients
 // that way.
 //
-// Each Node should be one independent Redis master. A cluster, ring or
-// failover (Sentinel) client is accepted, but replication between its
-// servers is asynchronous: a failover can promote a replica that never
-// received a grant, the restart quarantine cannot tell, and the lock can
-// then be held twice. Use single masters without replicas that fail over.
+// A Node is one node of the lock client, whatever c talks to: one Redis
+// master, a Redis Cluster (a *redis.ClusterClient, or a universal client
+// given several addresses), or a master that a Sentinel fails over (a
+// failover client). In a cluster, each script goes to the master of its
+// keys' hash slot, and every key of a script is in the lock key's slot.
+// Replication is asynchronous, so a failover can promote a replica that
+// missed the latest grants; the promoted node notices the promotion (its
+// replication ID changes) and is quarantined as after a restart, so it
+// does not grant those locks again. A switch to a server that was never
+// a replica, such as a name or an address moved to another master, goes
+// unnoticed. Do not use a *redis.Ring: while a shard is down it sends the
+// shard's keys to another shard, which never had their grants.
 //
 // If name is empty, New derives one that contains no credentials: for a
 // *redis.Client it is the address and database, "ADDR/DB" (for example
@@ -73,51 +81,88 @@ func New(c redis.Scripter, name string) *Node {
 	return &Node{c: c, name: name}
 }
 
-// Dial returns a Node with its own client for the Redis server at rawURL.
-// The accepted forms are those of [redis.ParseURL]:
+// maxRedirects is how many MOVED and ASK redirections in a row the cluster
+// client of a Node from Dial follows, unless the URL says otherwise.
+const maxRedirects = 16
+
+// Dial returns a Node with its own client for the Redis server or the
+// Redis Cluster at rawURL. The accepted forms are those of [redis.ParseURL]
+// for one server:
 //
 //	redis://[[user]:password@]host[:port][/db]
 //	rediss://[[user]:password@]host[:port][/db]    (TLS)
 //	unix://[[user]:password@]/path/to/socket[?db=N]
 //
+// and those of [redis.ParseClusterURL] for a cluster, which lists the
+// addresses of some of its nodes in addr parameters, or says cluster=true
+// when it gives one (see package [nodeurl]):
+//
+//	redis://[[user]:password@]host[:port]?addr=host2:port2[&addr=...]
+//	rediss://[[user]:password@]host[:port]?addr=host2:port2[&addr=...]    (TLS)
+//	redis://[[user]:password@]host[:port]?cluster=true
+//
 // followed by optional client settings as query parameters, such as
-// dial_timeout=2s. The port defaults to 6379 and the database to 0.
+// dial_timeout=2s. The port defaults to 6379 and the database to 0. A
+// cluster URL gives a [*redis.ClusterClient], which sends each script to
+// the master of its keys' hash slot, following the cluster's MOVED and ASK
+// redirections; the whole cluster is one node of the lock client.
 //
 // The client is configured for a lock: it never retries a command itself
 // (a max_retries setting in the URL is overridden), it tries each new
 // connection once rather than several times, and it honours the deadline
-// of the context given to Eval. Dial does not connect: connections are made
+// of the context given to Eval. A cluster client still sends a command
+// again, within the deadline, when a redirection or a broken connection
+// calls for it, up to 16 times in a row (max_redirects in the URL sets
+// another limit); the lock scripts allow that (an acquire that finds its
+// own token counts as the grant). Dial does not connect: connections are made
 // when Eval needs one, so a Node can be created while its server is down,
 // and Eval then fails until the server is back.
 //
 // An error never contains the password. Close closes the client.
 func Dial(rawURL string) (*Node, error) {
-	opt, err := parseURL(rawURL)
+	opt, copt, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	opt.MaxRetries = -1
-	opt.DialerRetries = 1
-	opt.ContextTimeoutEnabled = true
 	// Maintenance notifications are for managed services that move
 	// endpoints; a lock node is one fixed master. Left on "auto", go-redis
 	// would also resolve a host name in NewClient to classify the
 	// endpoint, and Dial would wait on DNS.
-	opt.MaintNotificationsConfig = &maintnotifications.Config{
+	maint := &maintnotifications.Config{
 		Mode:         maintnotifications.ModeDisabled,
 		EndpointType: maintnotifications.EndpointTypeNone,
 	}
+	if copt != nil {
+		if copt.MaxRedirects == 0 {
+			// A MOVED or ASK reply means that the command did not run: it
+			// is safe to follow. go-redis's default of 3 in a row can run
+			// out while a slot moves, and the lock client would take the
+			// last MOVED for a refusal.
+			copt.MaxRedirects = maxRedirects
+		}
+		copt.MaxRetries = -1
+		copt.DialerRetries = 1
+		copt.ContextTimeoutEnabled = true
+		copt.MaintNotificationsConfig = maint
+		c := redis.NewClusterClient(copt)
+		return &Node{c: c, name: joinAddrs(slices.Clone(copt.Addrs)), owned: c}, nil
+	}
+	opt.MaxRetries = -1
+	opt.DialerRetries = 1
+	opt.ContextTimeoutEnabled = true
+	opt.MaintNotificationsConfig = maint
 	c := redis.NewClient(opt)
 	return &Node{c: c, name: clientName(opt), owned: c}, nil
 }
 
 // Name returns the name given to New, or the one derived from the client
-// (for Dial, "ADDR/DB"). It never contains credentials.
+// (for Dial, "ADDR/DB", or for a cluster the addresses of the URL, sorted
+// and comma-separated). It never contains credentials.
 func (n *Node) Name() string { return n.name }
 
 // Client returns the client that n runs scripts through: the one given to
-// New, or for a Node from Dial the *redis.Client that Dial made, which n
-// owns and Close closes. It is for commands that the lock client does not
+// New, or for a Node from Dial the *redis.Client or *redis.ClusterClient
+// that Dial made, which n owns and Close closes. It is for commands that the lock client does not
 // send, such as INFO or CONFIG GET: asserted to a [redis.Cmdable], it sends
 // them over n's connections and with n's settings (for a Node from Dial:
 // no retries, context deadlines honoured). Such commands must leave the

@@ -2,10 +2,13 @@ package goredisnode_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/driver/drivertest"
 	"github.com/quorumlock/redlock/goredisnode"
 	"github.com/quorumlock/redlock/redistest"
@@ -129,4 +132,136 @@ func TestAcquireRetried(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNewCluster checks Nodes over cluster clients that the caller made: a
+// *redis.ClusterClient, and a universal client given the addresses of
+// several masters, which is one.
+func TestNewCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3, redistest.Config{})
+	addrs := cl.Addrs()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1, ContextTimeoutEnabled: true})
+	defer cc.Close()
+	n := goredisnode.New(cc, "")
+	defer n.Close()
+	drivertest.CheckName(t, n.Name(), strings.Join(slices.Sorted(slices.Values(addrs)), ","))
+	drivertest.ExerciseCluster(t, n, cl, ":cluster")
+
+	u := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, MaxRetries: -1, ContextTimeoutEnabled: true})
+	defer u.Close()
+	if _, ok := u.(*redis.ClusterClient); !ok {
+		t.Fatalf("a universal client of several addresses is a %T", u)
+	}
+	un := goredisnode.New(u, "cluster")
+	defer un.Close()
+	drivertest.ExerciseCluster(t, un, cl, ":universal")
+}
+
+// TestDialCluster checks the Node that Dial makes for a cluster URL: it
+// has a cluster client, Dial does not connect, Eval fails while the
+// cluster is down and works once it is back; and a URL that names plain
+// servers as a cluster makes Eval fail with the servers' error reply.
+func TestDialCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3, redistest.Config{})
+	for _, m := range cl.Masters() {
+		if err := m.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	n, err := goredisnode.Dial(cl.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("Dial took %v", d)
+	}
+	cc, ok := n.Client().(*redis.ClusterClient)
+	if !ok {
+		t.Fatalf("Dial of a cluster URL made a %T", n.Client())
+	}
+	// Redirections are followed further than go-redis's default, unless
+	// the URL says otherwise.
+	if o := cc.Options(); o.MaxRedirects != 16 || o.MaxRetries != -1 || !o.ContextTimeoutEnabled {
+		t.Errorf("cluster client: MaxRedirects %d, MaxRetries %d, ContextTimeoutEnabled %v", o.MaxRedirects, o.MaxRetries, o.ContextTimeoutEnabled)
+	}
+	n2, err := goredisnode.Dial(cl.URL() + "&max_redirects=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n2.Close()
+	if got := n2.Client().(*redis.ClusterClient).Options().MaxRedirects; got != 2 {
+		t.Errorf("MaxRedirects %d with max_redirects=2 in the URL", got)
+	}
+	drivertest.CheckName(t, n.Name(), strings.Join(slices.Sorted(slices.Values(cl.Addrs())), ","))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if got, err := drivertest.Acquire(ctx, n, "lock:down", "tok", 60000); err == nil {
+		t.Fatalf("acquire on a cluster that is down = %#v, want an error", got)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Eval with a 300ms deadline took %v", d)
+	}
+	for _, m := range cl.Masters() {
+		if err := m.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.WaitOK(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		got, err := drivertest.Acquire(ctx, n, "lock:down", "tok", 60000)
+		cancel()
+		if err == nil {
+			if status, _ := drivertest.Status(got); status != 1 {
+				t.Fatalf("acquire = %#v, want a grant", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("acquire once the cluster is back: %v", err)
+		}
+	}
+
+	plain := redistest.StartN(t, 2, redistest.Config{})
+	n, err = goredisnode.Dial(plain[0].URL() + "?addr=" + plain[1].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = drivertest.Acquire(ctx, n, "lock:plain", "tok", 60000)
+	if reply := (*driver.ReplyError)(nil); !errors.As(err, &reply) || reply.Code() != "ERR" {
+		t.Fatalf("acquire through a cluster client on plain servers: %v (%T), want a *driver.ReplyError with the code ERR", err, err)
+	}
+	t.Logf("plain servers as a cluster: %v", err)
+}
+
+// TestNewFailover checks a Node over a go-redis failover client, which
+// asks a Sentinel for the master, across a failover that the Sentinel
+// makes: the replica it promotes missed a grant, and the acquire script
+// there reports the node quarantined (as after a restart) when asked for
+// a quarantine, and grants the lock again when not.
+func TestNewFailover(t *testing.T) {
+	t.Parallel()
+	master := redistest.Start(t, redistest.Config{})
+	link := redistest.StartProxy(t, master)
+	replica := redistest.StartReplica(t, master, link, redistest.Config{})
+	sentinel := redistest.StartSentinel(t, "locks", master, redistest.Config{})
+	fc := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:            "locks",
+		SentinelAddrs:         []string{sentinel.Addr()},
+		MaxRetries:            -1,
+		ContextTimeoutEnabled: true,
+	})
+	defer fc.Close()
+	n := goredisnode.New(fc, "locks")
+	defer n.Close()
+	drivertest.ExerciseFailover(t, n, master, replica, link, sentinel)
 }

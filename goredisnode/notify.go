@@ -19,7 +19,9 @@ type subscriber interface {
 //
 // All subscriptions of a Node share one go-redis PubSub, which holds one
 // connection of its own, opened on first use; go-redis re-subscribes on
-// it after a reconnection. A client given to New that cannot subscribe
+// it after a reconnection. With a cluster client, that connection is to
+// one of the cluster's nodes, and Redis Cluster delivers what is published
+// on any node to every node. A client given to New that cannot subscribe
 // (it has no Subscribe method) makes Notify fail, and the lock client
 // polls instead.
 func (n *Node) Notify(ctx context.Context, channel string, wake chan<- struct{}) error {

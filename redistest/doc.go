@@ -22,6 +22,20 @@
 // commands: it can apply a command and lose its reply, delay commands,
 // swallow them, or cut every connection.
 //
+// Servers can replicate: [Server.ReplicaOf] makes a server a replica of
+// another, directly or through a Proxy whose blackhole then cuts the
+// replication link, and [Server.Promote] makes a replica a master, as a
+// failover does. [StartSentinel] runs a Redis Sentinel that fails a master
+// over to its replica on its own. A [Cluster] is a Redis Cluster of
+// masters, built with cluster commands, whose masters a test can kill and
+// restart empty, and between which it can move a slot as a reshard does:
+//
+//	cl := redistest.StartCluster(t, 3, redistest.Config{})
+//	node, err := goredisnode.Dial(cl.URL()) // one node over the whole cluster
+//	...
+//	m, err := cl.MasterOf("orders")
+//	err = cl.KillAndRestart(m) // it serves the slot again, without its keys
+//
 // [Main] is a TestMain that fails the tests if they leave goroutines
 // running, as a client that is never closed does.
 //

@@ -3,6 +3,7 @@ package redistest
 import (
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +24,13 @@ const dialTimeout = 5 * time.Second
 // reply per command, which holds for everything but RESP2 pub/sub (whose
 // messages are arrays, not pushes), MONITOR and CLIENT REPLY OFF or SKIP:
 // do not use those with DropReplies.
+//
+// A replica may replicate through a proxy (see [Server.ReplicaOf]). Once a
+// connection has relayed PSYNC or SYNC and its reply, it carries a
+// replication stream, which is not made of commands and replies: from then
+// on the proxy relays its bytes in both directions as they come. The
+// blackhole cuts such a link (see SetBlackhole); delays and DropReplies do
+// not apply to it.
 //
 // A Proxy is safe for concurrent use.
 type Proxy struct {
@@ -59,8 +67,14 @@ type proxyConn struct {
 
 	mu sync.Mutex
 	// pending has an entry for each command relayed and not yet answered,
-	// oldest first: whether to drop its reply.
-	pending []bool
+	// oldest first.
+	pending []pendingCommand
+}
+
+// A pendingCommand is a command that the server has still to answer.
+type pendingCommand struct {
+	drop bool // drop its reply (DropReplies)
+	sync bool // PSYNC or SYNC: a replication stream follows its reply
 }
 
 // NewProxy starts a proxy to target on a free loopback port.
@@ -125,6 +139,12 @@ func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 // reads commands and neither relays nor answers them, so clients wait until
 // their own timeouts. A connection that had a command swallowed relays
 // nothing more; turning the blackhole off closes it.
+//
+// A replication link loses, while the blackhole is on, every byte either
+// side sends: the replica receives none of its master's writes, and the
+// master none of the replica's acknowledgements. Neither side sees the
+// connection close. Turning the blackhole off closes the link, whose
+// stream has a gap; the replica then connects again and resynchronizes.
 func (p *Proxy) SetBlackhole(on bool) {
 	p.mu.Lock()
 	p.blackhole = on
@@ -249,21 +269,46 @@ func (c *proxyConn) relayCommands() {
 		if !c.hold() {
 			return
 		}
-		drop := false
+		var cmd pendingCommand
 		// The server does not answer a command without arguments.
 		if len(args) > 0 {
-			drop = c.p.takeDrop(args)
+			cmd.sync = strings.EqualFold(args[0], "PSYNC") || strings.EqualFold(args[0], "SYNC")
+			cmd.drop = !cmd.sync && c.p.takeDrop(args)
 			c.mu.Lock()
-			c.pending = append(c.pending, drop)
+			c.pending = append(c.pending, cmd)
 			c.mu.Unlock()
 		}
 		if _, err := c.server.Write(raw); err != nil {
 			c.close()
 			return
 		}
-		if drop {
+		if cmd.drop {
 			// The connection ends once the reply is in; relay nothing more.
 			<-c.done
+			return
+		}
+		if cmd.sync {
+			// What the replica sends from now on, acknowledgements of
+			// the stream, is relayed as it comes.
+			c.relayStream(c.server, r.br)
+			return
+		}
+	}
+}
+
+// relayStream copies a replication stream from src to dst until either
+// side closes, losing what the blackhole swallows.
+func (c *proxyConn) relayStream(dst io.Writer, src io.Reader) {
+	defer c.close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !c.swallow() {
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
 			return
 		}
 	}
@@ -279,29 +324,39 @@ func (c *proxyConn) relayReplies() {
 		if err != nil {
 			return
 		}
-		if v.kind != '>' && c.answered() {
+		var cmd pendingCommand
+		if v.kind != '>' {
+			cmd = c.answered()
+		}
+		if cmd.drop {
 			c.p.dropped.Add(1)
 			return
 		}
 		if _, err := c.client.Write(v.raw); err != nil {
 			return
 		}
+		if cmd.sync {
+			// The reply to PSYNC or SYNC is followed by the master's data
+			// and then its stream of writes.
+			c.relayStream(c.client, r.br)
+			return
+		}
 	}
 }
 
 // answered takes the oldest pending command off the queue, as the server
-// has answered it, and reports whether its reply is to be dropped. A reply
-// while no command is pending, which only the commands that Proxy warns
-// about cause, is relayed.
-func (c *proxyConn) answered() (drop bool) {
+// has answered it, and returns it. A reply while no command is pending,
+// which only the commands that Proxy warns about cause, is relayed: it is
+// answered as if to a zero pendingCommand.
+func (c *proxyConn) answered() pendingCommand {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.pending) == 0 {
-		return false
+		return pendingCommand{}
 	}
-	drop = c.pending[0]
+	cmd := c.pending[0]
 	c.pending = c.pending[1:]
-	return drop
+	return cmd
 }
 
 // swallow reports whether the blackhole swallows the client's command that

@@ -62,6 +62,8 @@ type Server struct {
 	dir     string // temporary directory: data, log and unix socket
 	network string // "tcp" or "unix"
 	addr    string // "127.0.0.1:PORT" or the socket's path
+	mode    mode   // a plain server, a cluster node or a Sentinel
+	busPort string // the cluster bus's port, for a cluster node
 
 	mu     sync.Mutex // serializes starting, signalling, stopping and closing
 	closed bool
@@ -79,6 +81,25 @@ type process struct {
 // PING. If the process does not come up, the error includes the end of its
 // log.
 func New(cfg Config) (*Server, error) {
+	return newServer(cfg, plain, "")
+}
+
+// A mode is what a redis-server process runs as.
+type mode int
+
+const (
+	plain    mode = iota
+	cluster       // a cluster node, with its cluster bus on a free port of its own
+	sentinel      // a Sentinel, with its configuration in sentinelConf
+)
+
+// sentinelConf is the name of a Sentinel's configuration file in its
+// directory.
+const sentinelConf = "sentinel.conf"
+
+// newServer is New for a server that runs in mode m. A Sentinel starts
+// with the configuration conf.
+func newServer(cfg Config, m mode, conf string) (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, errMissing
@@ -95,7 +116,17 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Args = slices.Clone(cfg.Args)
 	cfg.Env = slices.Clone(cfg.Env)
-	s := &Server{cfg: cfg, bin: bin, dir: dir}
+	s := &Server{cfg: cfg, bin: bin, dir: dir, mode: m}
+	if m != plain && cfg.Unix {
+		os.RemoveAll(dir)
+		return nil, errors.New("redistest: a cluster node or a Sentinel needs TCP: Config.Unix is not supported")
+	}
+	if m == sentinel {
+		if err := os.WriteFile(filepath.Join(dir, sentinelConf), []byte(conf), 0o600); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("redistest: %w", err)
+		}
+	}
 	if cfg.Unix {
 		s.network, s.addr = "unix", filepath.Join(dir, "redis.sock")
 		err = s.start()
@@ -365,21 +396,39 @@ func exchange(network, addr string, timeout time.Duration, cmds ...[]string) ([]
 }
 
 // startOnFreePort starts the server on a port that the kernel has just
-// handed out. Another process may take the port before redis-server binds
-// it, so it tries again with new ports a few times.
+// handed out, and a cluster node's bus on another. Another process may
+// take a port before redis-server binds it, so it tries again with new
+// ports a few times.
 func (s *Server) startOnFreePort() error {
 	for attempt := 1; ; attempt++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		addr, err := freePort()
 		if err != nil {
-			return fmt.Errorf("redistest: finding a free port: %w", err)
+			return err
 		}
-		s.addr = l.Addr().String()
-		l.Close()
+		s.addr = addr
+		if s.mode == cluster {
+			bus, err := freePort()
+			if err != nil {
+				return err
+			}
+			_, s.busPort, _ = net.SplitHostPort(bus)
+		}
 		err = s.start()
 		if err == nil || !errors.Is(err, errAddrInUse) || attempt == bindAttempts {
 			return err
 		}
 	}
+}
+
+// freePort returns a loopback address with a port that the kernel has just
+// handed out.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("redistest: finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }
 
 // start runs a new process on s.addr and waits until it answers PING.
@@ -429,11 +478,15 @@ func (s *Server) start() error {
 // args returns the process's arguments.
 func (s *Server) args(logPath string) []string {
 	var args []string
+	if s.mode == sentinel {
+		// The configuration file comes first; Sentinel rewrites it.
+		args = []string{filepath.Join(s.dir, sentinelConf), "--sentinel"}
+	}
 	if s.network == "unix" {
-		args = []string{"--port", "0", "--unixsocket", s.addr, "--unixsocketperm", "700"}
+		args = append(args, "--port", "0", "--unixsocket", s.addr, "--unixsocketperm", "700")
 	} else {
 		host, port, _ := net.SplitHostPort(s.addr)
-		args = []string{"--port", port, "--bind", host}
+		args = append(args, "--port", port, "--bind", host)
 	}
 	args = append(args,
 		"--dir", s.dir,
@@ -446,6 +499,15 @@ func (s *Server) args(logPath string) []string {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 	} else {
 		args = append(args, "--appendonly", "no")
+	}
+	if s.mode == cluster {
+		args = append(args,
+			"--cluster-enabled", "yes",
+			// In the data directory, where it survives Kill and Restart.
+			"--cluster-config-file", "nodes.conf",
+			"--cluster-port", s.busPort,
+			"--cluster-node-timeout", strconv.Itoa(int(clusterNodeTimeout/time.Millisecond)),
+		)
 	}
 	return append(args, s.cfg.Args...)
 }

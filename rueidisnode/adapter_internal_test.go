@@ -17,9 +17,11 @@ var adapter = drivertest.Adapter[*Node]{
 		var rerr *rueidis.RedisError
 		return errors.As(err, &rerr)
 	},
-	// A node is one server: no other addresses, and no Sentinel.
+	// A node is one server or a cluster, which has only database 0; not
+	// a Sentinel-managed set.
 	BadURLs: []string{
-		"redis://u:" + drivertest.ACLPassword + "@h:6379/0?addr=h2:6379",
+		"redis://u:" + drivertest.ACLPassword + "@h:6379/1?addr=h2:6379",
+		"redis://u:" + drivertest.ACLPassword + "@h:6379?addr=h2:6379&db=2",
 		"redis://u:" + drivertest.ACLPassword + "@h:6379/0?master_set=m",
 	},
 	CheckDialled: checkDialled,
@@ -29,7 +31,7 @@ var adapter = drivertest.Adapter[*Node]{
 // TLS as the URL does. (A rueidis client does not show its options.)
 func checkDialled(t *testing.T, d drivertest.Dialled[*Node]) {
 	t.Helper()
-	opt, err := parseURL(d.URL)
+	opt, _, err := parseURL(d.URL)
 	if err != nil {
 		t.Errorf("parseURL(%q): %v", d.URL, err)
 		return

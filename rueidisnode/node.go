@@ -29,7 +29,8 @@ import (
 // A Node is a [driver.Node] backed by a rueidis client. It is safe for
 // concurrent use by multiple goroutines.
 type Node struct {
-	c    rueidis.Client
+	c    rueidis.Client // nil for a cluster from Dial: see lazy
+	lazy *lazyClient    // makes the client of a cluster from Dial
 	name string
 
 	// owned reports whether Dial created c, which Close then closes.
@@ -46,6 +47,17 @@ var _ driver.Batcher = (*Node)(nil)
 // (ClientOption.DisableRetry = true); rueidis always honours the deadline
 // of the context given to Eval.
 //
+// A Node is one node of the lock client, whatever c talks to: one Redis
+// master, a Redis Cluster (rueidis detects one from its addresses), or a
+// master that a Sentinel fails over (ClientOption.Sentinel). In a
+// cluster, each script goes to the master of its keys' hash slot, and
+// every key of a script is in the lock key's slot. Replication is
+// asynchronous, so a failover can promote a replica that missed the
+// latest grants; the promoted node notices the promotion (its replication
+// ID changes) and is quarantined as after a restart, so it does not grant
+// those locks again. A switch to a server that was never a replica, such
+// as a name or an address moved to another master, goes unnoticed.
+//
 // If name is empty, New derives one that contains no credentials: the
 // address of the server as rueidis reports it in c.Nodes() (for example
 // "127.0.0.1:6379" or "/run/redis.sock"), or the sorted, comma-separated
@@ -59,16 +71,28 @@ func New(c rueidis.Client, name string) *Node {
 	return &Node{c: c, name: name}
 }
 
-// Dial returns a Node with its own client for the Redis server at rawURL.
-// The accepted forms are those of [rueidis.ParseURL] for a single server:
+// Dial returns a Node with its own client for the Redis server or the
+// Redis Cluster at rawURL. The accepted forms are those of
+// [rueidis.ParseURL] for a single server:
 //
 //	redis://[[user]:password@]host[:port][/db]
 //	rediss://[[user]:password@]host[:port][/db]    (TLS)
 //	unix://[[user]:password@]/path/to/socket[?db=N]
 //
+// and for a cluster, whose URL lists the addresses of some of its nodes in
+// addr parameters, or says cluster=true when it gives one (see package
+// [nodeurl]):
+//
+//	redis://[[user]:password@]host[:port]?addr=host2:port2[&addr=...]
+//	rediss://[[user]:password@]host[:port]?addr=host2:port2[&addr=...]    (TLS)
+//	redis://[[user]:password@]host[:port]?cluster=true
+//
 // followed by optional query parameters such as dial_timeout=2s. The port
-// defaults to 6379 and the database to 0. The parameters that would make
-// the client talk to other servers (addr, master_set) are rejected.
+// defaults to 6379 and the database to 0. A Sentinel-managed set
+// (master_set) is rejected. A cluster URL gives a rueidis cluster client,
+// which sends each script to the master of its keys' hash slot, following
+// the cluster's MOVED and ASK redirections; the whole cluster is one node
+// of the lock client.
 //
 // The client is configured for a lock: it never retries a command itself
 // (a max_retries setting in the URL is overridden), it does not use
@@ -77,21 +101,27 @@ func New(c rueidis.Client, name string) *Node {
 // Eval.
 //
 // Dial does not connect. rueidis.NewClient normally connects at once and
-// fails when the server is down; Dial instead lets that first connection
-// attempt fail without touching the network (rueidis's ForceSingleClient
-// option keeps the client usable after it), so Dial returns at once even
-// when the server is down or unreachable. The connection is made when Eval
-// first needs it, within the deadline of Eval's context, and is made again
-// after it breaks; while the server is down, Eval fails.
+// fails when the server is down; for a single server, Dial instead lets
+// that first connection attempt fail without touching the network
+// (rueidis's ForceSingleClient option keeps the client usable after it),
+// and for a cluster it makes the client when Eval first needs it, and
+// again at each Eval until that succeeds. So Dial returns at once even
+// when the server is down or unreachable. The connection is made when
+// Eval first needs it, within the deadline of Eval's context, and is made
+// again after it breaks; while the server is down, Eval fails.
 //
 // An error never contains the password. Close closes the client.
 func Dial(rawURL string) (*Node, error) {
-	opt, err := parseURL(rawURL)
+	opt, cluster, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
 	opt.DisableRetry = true
 	opt.DisableCache = true
+	if cluster {
+		name := strings.Join(slices.Sorted(slices.Values(opt.InitAddress)), ",")
+		return &Node{lazy: &lazyClient{opt: opt}, name: name, owned: true}, nil
+	}
 	opt.ForceSingleClient = true
 
 	var lazy lazyDialer
@@ -109,8 +139,17 @@ func Dial(rawURL string) (*Node, error) {
 	return &Node{c: c, name: opt.InitAddress[0] + "/" + strconv.Itoa(opt.SelectDB), owned: true}, nil
 }
 
+// client returns the client that n runs commands through.
+func (n *Node) client(ctx context.Context) (rueidis.Client, error) {
+	if n.lazy != nil {
+		return n.lazy.get(ctx)
+	}
+	return n.c, nil
+}
+
 // Name returns the name given to New, or the one derived from the client
-// (for Dial, "ADDR/DB"). It never contains credentials.
+// (for Dial, "ADDR/DB", or for a cluster the addresses of the URL, sorted
+// and comma-separated). It never contains credentials.
 func (n *Node) Name() string { return n.name }
 
 // Eval runs script on the node with EVALSHA and, if the server does not
@@ -128,21 +167,54 @@ func (n *Node) Eval(ctx context.Context, script *driver.Script, keys, args []str
 
 // eval is Eval for the script src whose digest is sha.
 func (n *Node) eval(ctx context.Context, sha, src string, keys, args []string) (any, error) {
-	resp := n.c.Do(ctx, n.evalsha(sha, keys, args))
+	c, err := n.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cmd, err := evalsha(c, sha, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	resp := c.Do(ctx, cmd)
 	if isNoScript(resp) {
-		resp = n.c.Do(ctx, n.evalSource(src, keys, args))
+		cmd, _ = evalSource(c, src, keys, args) // the same keys, which passed
+		resp = c.Do(ctx, cmd)
 	}
 	return result(resp)
 }
 
-// evalsha returns the command EVALSHA sha with keys and args.
-func (n *Node) evalsha(sha string, keys, args []string) rueidis.Completed {
-	return n.c.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+// evalsha returns the command EVALSHA sha with keys and args, built for c,
+// or errCrossSlot.
+func evalsha(c rueidis.Client, sha string, keys, args []string) (_ rueidis.Completed, err error) {
+	defer crossSlot(&err)
+	return c.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), nil
 }
 
-// evalSource returns the command EVAL src with keys and args.
-func (n *Node) evalSource(src string, keys, args []string) rueidis.Completed {
-	return n.c.B().Eval().Script(src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+// evalSource returns the command EVAL src with keys and args, built for c,
+// or errCrossSlot.
+func evalSource(c rueidis.Client, src string, keys, args []string) (_ rueidis.Completed, err error) {
+	defer crossSlot(&err)
+	return c.B().Eval().Script(src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), nil
+}
+
+// errCrossSlot is what a Node with a cluster client returns for a script
+// whose keys are in different hash slots: what a cluster node would
+// answer, as such a command cannot be sent to one. (The lock client's
+// scripts never have such keys.)
+var errCrossSlot = &driver.ReplyError{Msg: "CROSSSLOT Keys in request don't hash to the same slot"}
+
+// crossSlot, deferred by a function that builds a command for a rueidis
+// cluster client, turns the panic of its builder on keys in different
+// hash slots into errCrossSlot in *err.
+func crossSlot(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if msg, ok := r.(string); !ok || !strings.Contains(msg, "different key slots") {
+		panic(r)
+	}
+	*err = errCrossSlot
 }
 
 // isNoScript reports whether resp is the server's NOSCRIPT error: it does
@@ -161,18 +233,35 @@ func (n *Node) EvalBatch(ctx context.Context, calls []driver.Call) {
 		c.Reply, c.Err = n.Eval(ctx, c.Script, c.Keys, c.Args)
 		return
 	}
-	cmds := make(rueidis.Commands, len(calls))
-	for i, c := range calls {
-		cmds[i] = n.evalsha(c.Script.SHA1(), c.Keys, c.Args)
+	client, err := n.client(ctx)
+	if err != nil {
+		for i := range calls {
+			calls[i].Err = err
+		}
+		return
 	}
-	resps := n.c.DoMulti(ctx, cmds...)
-	var again []int
-	for i, resp := range resps {
-		if isNoScript(resp) {
-			again = append(again, i)
+	// sent[j] is the call whose command is cmds[j].
+	cmds := make(rueidis.Commands, 0, len(calls))
+	sent := make([]int, 0, len(calls))
+	for i, c := range calls {
+		cmd, err := evalsha(client, c.Script.SHA1(), c.Keys, c.Args)
+		if err != nil {
+			calls[i].Err = err
 			continue
 		}
-		calls[i].Reply, calls[i].Err = result(resp)
+		cmds = append(cmds, cmd)
+		sent = append(sent, i)
+	}
+	if len(cmds) == 0 {
+		return
+	}
+	var again []int
+	for j, resp := range client.DoMulti(ctx, cmds...) {
+		if isNoScript(resp) {
+			again = append(again, sent[j])
+			continue
+		}
+		calls[sent[j]].Reply, calls[sent[j]].Err = result(resp)
 	}
 	if len(again) == 0 {
 		return
@@ -180,9 +269,10 @@ func (n *Node) EvalBatch(ctx context.Context, calls []driver.Call) {
 	cmds = cmds[:0]
 	for _, i := range again {
 		c := calls[i]
-		cmds = append(cmds, n.evalSource(c.Script.Source(), c.Keys, c.Args))
+		cmd, _ := evalSource(client, c.Script.Source(), c.Keys, c.Args) // the same keys, which passed
+		cmds = append(cmds, cmd)
 	}
-	for j, resp := range n.c.DoMulti(ctx, cmds...) {
+	for j, resp := range client.DoMulti(ctx, cmds...) {
 		calls[again[j]].Reply, calls[again[j]].Err = result(resp)
 	}
 }
@@ -200,11 +290,16 @@ func result(resp rueidis.RedisResult) (any, error) {
 }
 
 // Close closes the client if Dial created it, waiting for calls in
-// progress to finish; a client passed to New is left open. Close may be
-// called more than once, and always returns nil.
+// progress to finish, and for an attempt under way to make a cluster's
+// client, which ends when rueidis gives up connecting; a client passed to
+// New is left open. Close may be called more than once, and always
+// returns nil.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
-		if n.owned {
+		switch {
+		case n.lazy != nil:
+			n.lazy.close()
+		case n.owned:
 			n.c.Close()
 		}
 	})

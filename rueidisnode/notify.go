@@ -8,9 +8,15 @@ import (
 
 // Notify implements [driver.Notifier]: it subscribes to channel on the
 // client's own connection (rueidis carries subscriptions alongside other
-// commands) and sends on wake, without blocking, for each message, until
-// ctx is done. It returns once the server has confirmed the subscription.
+// commands), to one of its nodes for a cluster, which delivers what is
+// published on any node to every node, and sends on wake, without
+// blocking, for each message, until ctx is done. It returns once the
+// server has confirmed the subscription.
 func (n *Node) Notify(ctx context.Context, channel string, wake chan<- struct{}) error {
+	c, err := n.client(ctx)
+	if err != nil {
+		return err
+	}
 	ready := make(chan struct{})
 	failed := make(chan error, 1)
 	hooked := rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) {
@@ -23,7 +29,7 @@ func (n *Node) Notify(ctx context.Context, channel string, wake chan<- struct{})
 		}
 	})
 	go func() {
-		failed <- n.c.Receive(hooked, n.c.B().Subscribe().Channel(channel).Build(), func(rueidis.PubSubMessage) {
+		failed <- c.Receive(hooked, c.B().Subscribe().Channel(channel).Build(), func(rueidis.PubSubMessage) {
 			select {
 			case wake <- struct{}{}:
 			default:

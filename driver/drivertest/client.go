@@ -78,6 +78,10 @@ func TestClient[N Node](t *testing.T, dial func(url string) (N, error)) {
 	t.Run("Observer", s.testObserver)
 	t.Run("Refused", s.testRefused)
 	t.Run("Operations", s.testOperations)
+	t.Run("ClusterNode", s.testClusterNode)
+	t.Run("ClusterReshard", s.testClusterReshard)
+	t.Run("FailoverQuarantine", s.testFailoverQuarantine)
+	t.Run("ClusterMasterRestartEmpty", s.testClusterRestartEmpty)
 }
 
 // A suite runs the cases of TestClient through one adapter.

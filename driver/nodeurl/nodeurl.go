@@ -9,6 +9,19 @@
 //	rediss://[[user]:password@]host[:port][/db]    (TLS)
 //	unix://[[user]:password@]/path/to/socket[?db=N]
 //
+// or a Redis Cluster's, in the form of go-redis's ParseClusterURL: the
+// address of one of its nodes, and the others' in addr parameters, or a
+// cluster parameter when one address is given:
+//
+//	redis://[[user]:password@]host[:port]?addr=host2:port2[&addr=host3:port3...]
+//	rediss://[[user]:password@]host[:port]?addr=host2:port2[&addr=...]    (TLS)
+//	redis://[[user]:password@]host[:port]?cluster=true
+//
+// The addresses of a cluster are where the client starts: it learns the
+// other nodes, and which of them serves each hash slot, from the cluster.
+// The whole cluster is one node of a lock client. A cluster has one
+// database, 0, and is reached over TCP. [Cluster] tells the two apart.
+//
 // The port defaults to 6379 and the database to 0; a user name without a
 // password, and query parameters that set client options, are accepted as
 // the client library's own URL parser accepts them. Characters such as
@@ -25,8 +38,67 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 )
+
+// Cluster reports whether rawURL names a Redis Cluster: whether it has an
+// addr parameter, or a cluster parameter that is true (as
+// [strconv.ParseBool] reads it). It returns rawURL without the cluster
+// parameter, which no client library knows, for the library's cluster URL
+// parser. It fails for a cluster URL whose scheme is not redis or rediss,
+// that selects a database other than 0, or whose cluster parameter is not
+// a boolean or is false beside addr parameters.
+//
+// A URL that does not parse, or whose query does not, is not a cluster's:
+// Cluster returns it unchanged for the library to report what is wrong.
+// Its errors never repeat the user information.
+func Cluster(rawURL string) (cluster bool, rest string, err error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false, rawURL, nil
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return false, rawURL, nil
+	}
+	cluster = q.Has("addr")
+	if q.Has("cluster") {
+		v, err := strconv.ParseBool(q.Get("cluster"))
+		switch {
+		case err != nil:
+			return false, "", fmt.Errorf("cluster=%q: want true or false", q.Get("cluster"))
+		case !v && cluster:
+			return false, "", errors.New("cluster=false with addr parameters, which name a cluster's nodes")
+		}
+		cluster = v
+	}
+	if !cluster {
+		return false, rawURL, nil
+	}
+	switch {
+	case u.Scheme != "redis" && u.Scheme != "rediss":
+		return false, "", fmt.Errorf("a cluster is reached over TCP, with redis:// or rediss://, not %s://", u.Scheme)
+	case u.Path != "" && u.Path != "/" && u.Path != "/0":
+		return false, "", fmt.Errorf("database %q: a cluster has only database 0", strings.TrimPrefix(u.Path, "/"))
+	}
+	// Drop the cluster parameter from the query as written, which keeps
+	// the rest of rawURL as it is.
+	var kept []string
+	for _, pair := range strings.Split(u.RawQuery, "&") {
+		k, _, _ := strings.Cut(pair, "=")
+		if k, err := url.QueryUnescape(k); err == nil && k == "cluster" {
+			continue
+		}
+		kept = append(kept, pair)
+	}
+	i := strings.IndexByte(rawURL, '?')
+	rest = rawURL[:i]
+	if len(kept) > 0 {
+		rest += "?" + strings.Join(kept, "&")
+	}
+	return true, rest + rawURL[i+1+len(u.RawQuery):], nil
+}
 
 // Error returns the error an adapter reports when parse, its URL parser,
 // rejects rawURL with err. The error reads

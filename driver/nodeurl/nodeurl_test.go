@@ -43,3 +43,43 @@ func TestErrorHidesPassword(t *testing.T) {
 		t.Fatalf("Error = %q, want %q", err, want)
 	}
 }
+
+func TestCluster(t *testing.T) {
+	for _, tt := range []struct {
+		in      string
+		cluster bool
+		rest    string
+		err     string // a part of the error, "" for none
+	}{
+		{in: "redis://h:6379", rest: "redis://h:6379"},
+		{in: "redis://u:p@h:6379/2?dial_timeout=1s", rest: "redis://u:p@h:6379/2?dial_timeout=1s"},
+		{in: "unix:///run/redis.sock?db=1", rest: "unix:///run/redis.sock?db=1"},
+		{in: "redis://h?cluster=false", rest: "redis://h?cluster=false"},
+		{in: "redis://h:1?addr=h:2", cluster: true, rest: "redis://h:1?addr=h:2"},
+		{in: "redis://u:p@h:1/?addr=h:2&addr=h:3&read_timeout=1s", cluster: true, rest: "redis://u:p@h:1/?addr=h:2&addr=h:3&read_timeout=1s"},
+		{in: "rediss://h:1/0?addr=h:2", cluster: true, rest: "rediss://h:1/0?addr=h:2"},
+		{in: "redis://h:1?cluster=true", cluster: true, rest: "redis://h:1"},
+		{in: "redis://h:1?dial_timeout=1s&cluster=1&pool_size=3#x", cluster: true, rest: "redis://h:1?dial_timeout=1s&pool_size=3#x"},
+		{in: "redis://h:1?addr=h:2&clus%74er=true", cluster: true, rest: "redis://h:1?addr=h:2"},
+		{in: "redis://h:1?cluster=yes", err: `cluster="yes"`},
+		{in: "redis://h:1?cluster=false&addr=h:2", err: "cluster=false"},
+		{in: "redis://h:1/3?addr=h:2", err: "only database 0"},
+		{in: "unix:///run/redis.sock?cluster=true", err: "over TCP"},
+		{in: "http://h?addr=h:2", err: "over TCP"},
+		// Left for the library to reject.
+		{in: "redis://h:port?addr=h:2", rest: "redis://h:port?addr=h:2"},
+		{in: "redis://h?addr=%zz", rest: "redis://h?addr=%zz"},
+	} {
+		cluster, rest, err := Cluster(tt.in)
+		switch {
+		case tt.err != "":
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("Cluster(%q): error %v, want one with %q", tt.in, err, tt.err)
+			}
+		case err != nil:
+			t.Errorf("Cluster(%q): %v", tt.in, err)
+		case cluster != tt.cluster || rest != tt.rest:
+			t.Errorf("Cluster(%q) = %v, %q; want %v, %q", tt.in, cluster, rest, tt.cluster, tt.rest)
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package drivertest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/redistest"
+)
+
+// testFailoverQuarantine: three nodes, each a master with a replica that
+// replicates through a proxy. The links of two replicas lose what their
+// masters send; A locks, and its grant reaches the three masters but not
+// those two replicas; the two masters die and their replicas are promoted,
+// as a failover would, without A's key. B, a new client, must not obtain
+// the lock while A's is valid: a promoted node is quarantined as if it had
+// just started, although its process is old and it has its master's
+// records. A canary, a new client with quarantine disabled that tries in
+// turn with B, must obtain the lock while A's is valid, which shows that
+// the scenario hands the lock out twice without quarantine: that the test
+// can fail.
+//
+// The node marker of the key's slot is written on each master, and
+// replicated, before the links are cut: the promoted replicas have the
+// marker their masters wrote, with its replication ID.
+func (s *suite) testFailoverQuarantine(t *testing.T) {
+	const ttlA, ttlB = time.Second, 600 * time.Millisecond
+	masters := redistest.StartN(t, 3, redistest.Config{})
+	links := make([]*redistest.Proxy, 3)
+	replicas := make([]*redistest.Server, 3)
+	for i, m := range masters {
+		links[i] = redistest.StartProxy(t, m)
+		replicas[i] = redistest.StartReplica(t, m, links[i], redistest.Config{})
+	}
+	// Every process has run for longer than A's TTL, as processes in
+	// service would have: no node is young enough to be quarantined for
+	// its age. (uptime_in_seconds counts whole seconds.)
+	time.Sleep(2*ttlA + 100*time.Millisecond)
+	opts := redlock.Options{NodeTimeout: 500 * time.Millisecond}
+	a := s.quarantineClient(t, redistest.URLs(masters), &opts)
+	ctx, key := ctxT(t), keyFor(t)
+
+	// The markers of the key's slot, and the TTL A uses, reach the
+	// replicas.
+	l, err := a.TryLock(ctx, key, ttlA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	marker := redlock.MarkerKey(key)
+	for i, r := range replicas {
+		if err := r.CaughtUp(masters[i]); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.MustDo(t, "HGET", marker, "maxttl"); got != "1000" {
+			t.Fatalf("replica %d: the marker's maxttl is %#v, want A's TTL, 1000", i, got)
+		}
+	}
+
+	links[0].SetBlackhole(true)
+	links[1].SetBlackhole(true)
+	la := lockOnAll(t, ctx, a, key, ttlA, masters)
+	for _, m := range masters[:2] {
+		if err := m.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, r := range replicas[:2] {
+		if err := r.Promote(); err != nil {
+			t.Fatal(err)
+		}
+		// The failover lost A's grant: the promoted replica is a threat.
+		if got := r.MustDo(t, "GET", key); got != nil {
+			t.Fatalf("promoted replica %d holds A's key (%#v): its link was not cut", i, got)
+		}
+	}
+
+	urls := []string{replicas[0].URL(), replicas[1].URL(), masters[2].URL()}
+	b := s.quarantineClient(t, urls, &opts)
+	canaryOpts := opts
+	canaryOpts.DisableQuarantine = true
+	canary := s.quarantineClient(t, urls, &canaryOpts)
+	tryDuring(t, ctx, la, key, ttlB, b, canary, "quarantined,quarantined,taken")
+	expectHealth(t, b, la, redlock.NodeQuarantined, redlock.NodeQuarantined, redlock.NodeHealthy)
+	// Liveness: once the promoted nodes have served for A's TTL, B gets in.
+	lockAfterQuarantine(t, ctx, b, key, ttlB)
+}
+
+// lockOnAll has c take key for ttl, with TryLock, until the grant is on
+// every one of servers, the nodes (or the masters of key's slot in the
+// clusters that are the nodes). A round ends as soon as a quorum has
+// granted, and a node too slow to answer within the node timeout may never
+// see the grant; the tests that need the grant everywhere try again, up to
+// three times.
+func lockOnAll(t *testing.T, ctx context.Context, c *redlock.Client, key string, ttl time.Duration, servers []*redistest.Server) *redlock.Lock {
+	t.Helper()
+	cl := &cluster{servers: servers}
+	for try := 1; ; try++ {
+		l, err := c.TryLock(ctx, key, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(ttl / 4); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if cl.countValue(t, key, l.Token()) == len(servers) {
+				return l
+			}
+		}
+		if try == 3 {
+			t.Fatalf("in 3 tries, the grant never reached all %d nodes: %q", len(servers), cl.values(t, key))
+		}
+		l.Release(ctx) // or it expires
+	}
+}
+
+// tryDuring has b and canary, two clients whose nodes lost the grant of
+// l, another owner's lock, try in turn to take key with TryLock and ttl,
+// until l's validity ends. b has quarantine on and must never obtain the
+// lock while l is valid, and some of its rounds must fail with ErrNoQuorum
+// and the node outcomes refusedBy, such as
+// "quarantined,quarantined,taken"; others may fail otherwise, as while a
+// node restarts. canary has quarantine off and must obtain the lock at
+// least once while l is valid, or the scenario shows nothing.
+func tryDuring(t *testing.T, ctx context.Context, l *redlock.Lock, key string, ttl time.Duration, b, canary *redlock.Client, refusedBy string) {
+	t.Helper()
+	// try has c try once; it reports whether c obtained the lock while l
+	// was valid, and whether the round failed with the outcomes refusedBy.
+	try := func(c *redlock.Client) (double, refused bool) {
+		t.Helper()
+		lc, err := c.TryLock(ctx, key, ttl)
+		if err == nil {
+			double = time.Now().Before(l.Until())
+			if err := lc.Release(ctx); err != nil && !errors.Is(err, redlock.ErrExpired) {
+				t.Fatal(err)
+			}
+			return double, false
+		}
+		var oe *redlock.OpError
+		if errors.As(err, &oe) && outcomes(oe) == refusedBy {
+			if !errors.Is(err, redlock.ErrNoQuorum) {
+				t.Fatalf("a round refused by quarantine: %v, want ErrNoQuorum", err)
+			}
+			return false, true
+		}
+		return false, false
+	}
+	var tries, refused, doubles, canaryDoubles int
+	for time.Now().Before(l.Until()) {
+		tries++
+		if double, _ := try(canary); double {
+			canaryDoubles++
+		}
+		double, r := try(b)
+		if double {
+			doubles++
+		}
+		if r {
+			refused++
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("during A's validity, %d tries: B refused by quarantine %d times; the canary got in %d times", tries, refused, canaryDoubles)
+	if doubles > 0 {
+		t.Errorf("B obtained the lock %d times in %d tries while A held it", doubles, tries)
+	}
+	if refused == 0 {
+		t.Errorf("none of B's %d rounds was refused by quarantine (%s)", tries, refusedBy)
+	}
+	if canaryDoubles == 0 {
+		t.Errorf("without quarantine, the canary never obtained the lock during A's validity in %d tries: the scenario shows nothing", tries)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// expectHealth fails t unless the nodes of c are in the states want, and
+// those quarantined are so until l's validity ends, at least: their
+// quarantine began after l was granted, and lasts l's TTL.
+func expectHealth(t *testing.T, c *redlock.Client, l *redlock.Lock, want ...redlock.NodeHealth) {
+	t.Helper()
+	for i, st := range c.States() {
+		if st.Health != want[i] {
+			t.Errorf("node %d (%s): %v, want %v", i, st.Node, st.Health, want[i])
+		}
+		if st.Health == redlock.NodeQuarantined && st.Until.Before(l.Until()) {
+			t.Errorf("node %d: quarantined until %v, before the end of the lock it lost, %v", i, st.Until, l.Until())
+		}
+	}
+}
+
+// lockAfterQuarantine fails t unless c takes key with Lock within 20s.
+func lockAfterQuarantine(t *testing.T, ctx context.Context, c *redlock.Client, key string, ttl time.Duration) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	l, err := c.Lock(wctx, key, ttl)
+	if err != nil {
+		t.Fatalf("after the quarantine: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
