@@ -18,7 +18,8 @@ import (
 	"github.com/quorumlock/redlock/driver"
 )
 
-// A Node is one independent Redis master, as the lock client sees it. The
+// A Node is one vote of the lock client: an independent Redis master, a
+// master with replicas behind Sentinel, or a Redis Cluster. The
 // goredisnode and rueidisnode modules make Nodes from go-redis and rueidis
 // clients; package driver says what any other client must do to be one.
 type Node = driver.Node
@@ -133,9 +134,12 @@ type Client struct {
 	handoffs map[string]time.Time // keys whose release woke waiters, and when
 }
 
-// New returns a Client for the given nodes, which must be independent Redis
-// masters (no replication between them). Any number of nodes is allowed,
-// but an odd number is best: four nodes survive one failure, as three do.
+// New returns a Client for the given nodes, which must be independent of
+// each other: no node may replicate another's data. Each is a Redis
+// master, a master with replicas of its own behind Sentinel, or a Redis
+// Cluster (see the package documentation on deployments). Any number of
+// nodes is allowed, but an odd number is best: four nodes survive one
+// failure, as three do.
 func New(nodes []Node, opts *Options) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, invalidf("no nodes")

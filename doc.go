@@ -161,6 +161,19 @@
 // rejected. A lock key's value is the acquisition's random token, a space
 // and the owner's label (Options.Owner).
 //
+// # Deployments
+//
+// A Node is one URL: an independent master, a master with replicas behind
+// Sentinel, or a whole Redis Cluster (the adapters accept go-redis's
+// cluster URL form). The vote of N nodes gives the fault tolerance; a
+// cluster is one vote. While the lock key's slot of a cluster is being
+// resharded, acquisitions in that slot are answered TRYAGAIN and tried
+// again, and held locks move with their slot. A node whose process
+// restarted empty, or that was promoted from replica to master, sits out
+// the quarantine in each slot, as the records of that slot show. With one
+// cluster as the only node, no other node reports the TTLs in use after a
+// master restarts empty: set Options.Quarantine to the largest.
+//
 // # Operations
 //
 // [Client.Inspect] shows what every node holds for a key and the quorum's
