@@ -295,19 +295,61 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*L
 	return c.obtain(ctx, key, ttl, false)
 }
 
+// LockAll obtains one lock on all of keys for ttl, waiting for it as
+// Lock does: on every node the keys are taken together or not at all, in
+// one script call per node and round. Repeated keys count once. The lock's
+// fence is greater than that of every earlier owner of any of the keys.
+// Extend, AutoExtend and Release act on all the keys; a node counts for
+// an extension only if it still holds every key.
+//
+// Two LockAll calls whose key sets overlap cannot deadlock: neither ever
+// holds a part of its keys while it waits for the rest. Lock on one of the
+// keys and LockAll exclude each other as two Locks on the key do.
+//
+// On a Redis Cluster node, a script's keys must share a hash slot: give
+// the keys one hash tag, as in "{order:42}:items" and "{order:42}:invoice";
+// keys in several slots are refused there (CROSSSLOT). At most MaxKeys
+// keys are taken at once.
+func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration) (*Lock, error) {
+	return c.obtainAll(ctx, keys, ttl, true)
+}
+
+// TryLockAll makes one attempt to obtain the lock on all of keys for ttl,
+// as TryLock does for one key; see LockAll.
+func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duration) (*Lock, error) {
+	return c.obtainAll(ctx, keys, ttl, false)
+}
+
 // obtain is Lock when wait is set, and TryLock otherwise.
 func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait bool) (l *Lock, err error) {
-	ctx, ev := c.begin(ctx, "acquire", key)
+	return c.obtainSet(ctx, keyset{name: key}, checkKey(key), ttl, wait)
+}
+
+// obtainAll is LockAll when wait is set, and TryLockAll otherwise.
+func (c *Client) obtainAll(ctx context.Context, keys []string, ttl time.Duration, wait bool) (*Lock, error) {
+	ks, err := newKeyset(keys)
+	if err != nil {
+		ks.name = strings.Join(keys, ",")
+	}
+	return c.obtainSet(ctx, ks, err, ttl, wait)
+}
+
+// obtainSet obtains the lock on ks, whose check gave bad.
+func (c *Client) obtainSet(ctx context.Context, ks keyset, bad error, ttl time.Duration, wait bool) (l *Lock, err error) {
+	ctx, ev := c.begin(ctx, "acquire", ks.name)
 	defer func() {
 		if l != nil {
 			ev.Fence, ev.Until = l.fence, l.until
 		}
 		c.end(ctx, ev, err)
 	}()
-	if ev.TTL, err = c.checkLock(key, ttl); err != nil {
+	if bad != nil {
+		return nil, bad
+	}
+	if ev.TTL, err = c.checkTTL(ttl); err != nil {
 		return nil, err
 	}
-	l, ev.Rounds, err = c.lock(ctx, key, ev.TTL, wait)
+	l, ev.Rounds, err = c.lock(ctx, ks, ev.TTL, wait)
 	return l, err
 }
 
@@ -339,6 +381,11 @@ func (c *Client) checkLock(key string, ttl time.Duration) (time.Duration, error)
 	if err := checkKey(key); err != nil {
 		return 0, err
 	}
+	return c.checkTTL(ttl)
+}
+
+// checkTTL is checkLock for the TTL.
+func (c *Client) checkTTL(ttl time.Duration) (time.Duration, error) {
 	ttl = ttl.Truncate(time.Millisecond)
 	if v := ttl - c.drift(ttl); v < MinValidity {
 		return 0, invalidf("TTL %v leaves a validity of %v after the clock drift allowance %v; the least is %v", ttl, v, c.drift(ttl), MinValidity)

@@ -1,6 +1,13 @@
 package redlock
 
-import "strings"
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/quorumlock/redlock/driver"
+)
 
 // This file names the keys the client writes besides the lock keys. Every
 // script call touches the lock key and some of these records, and a Redis
@@ -154,3 +161,94 @@ func tagSolver() (base uint16, inverse [16]uint16) {
 	}
 	return base, inverse
 }
+
+// A keyset is what a lock is on: one key, or several taken together.
+type keyset struct {
+	// name is the key; for several keys, them joined by commas. It names
+	// the lock in errors, events and the Client's queue of waiters.
+	name string
+	// all holds several keys, sorted and distinct; nil for one key.
+	all []string
+}
+
+// keys returns the lock's keys.
+func (k keyset) keys() []string {
+	if k.all == nil {
+		return []string{k.name}
+	}
+	return k.all
+}
+
+// acquireCall returns the script, keys and arguments of an acquisition.
+func (k keyset) acquireCall(token string, ttl, quarantine, fenceTTL time.Duration) (*driver.Script, []string, []string) {
+	args := []string{token, msString(ttl), msString(quarantine), msString(fenceTTL)}
+	if k.all == nil {
+		return acquireScript, []string{k.name, FenceKey(k.name), MarkerKey(k.name)}, args
+	}
+	return acquireAllScript, k.with(true, true), append(args, strconv.Itoa(len(k.all)))
+}
+
+// releaseCall returns the script, keys and arguments of a release.
+func (k keyset) releaseCall(token string, fence int64, fenceTTL time.Duration) (*driver.Script, []string, []string) {
+	args := []string{token, strconv.FormatInt(fence, 10), msString(fenceTTL)}
+	if k.all == nil {
+		return releaseScript, []string{k.name, FenceKey(k.name)}, args
+	}
+	return releaseAllScript, k.with(true, false), append(args, strconv.Itoa(len(k.all)))
+}
+
+// extendCall returns the script, keys and arguments of an extension.
+func (k keyset) extendCall(token string, ttl time.Duration) (*driver.Script, []string, []string) {
+	args := []string{token, msString(ttl)}
+	if k.all == nil {
+		return extendScript, []string{k.name, MarkerKey(k.name)}, args
+	}
+	return extendAllScript, k.with(false, true), append(args, strconv.Itoa(len(k.all)))
+}
+
+// with returns the keys, then their fence counters if fences, then the
+// markers of their slots, each slot once, if markers.
+func (k keyset) with(fences, markers bool) []string {
+	out := append([]string(nil), k.all...)
+	if fences {
+		for _, key := range k.all {
+			out = append(out, FenceKey(key))
+		}
+	}
+	if markers {
+		seen := make(map[string]bool, 1)
+		for _, key := range k.all {
+			if m := MarkerKey(key); !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// newKeyset checks keys for a lock on all of them and returns their
+// keyset: sorted, without repeats.
+func newKeyset(keys []string) (keyset, error) {
+	if len(keys) == 0 {
+		return keyset{}, invalidf("no keys")
+	}
+	if len(keys) > MaxKeys {
+		return keyset{}, invalidf("%d keys; the most a lock can take is %d", len(keys), MaxKeys)
+	}
+	all := slices.Clone(keys)
+	slices.Sort(all)
+	all = slices.Compact(all)
+	for _, key := range all {
+		if err := checkKey(key); err != nil {
+			return keyset{}, err
+		}
+	}
+	if len(all) == 1 {
+		return keyset{name: all[0]}, nil
+	}
+	return keyset{name: strings.Join(all, ","), all: all}, nil
+}
+
+// MaxKeys is the most keys that LockAll takes at once.
+const MaxKeys = 64

@@ -21,7 +21,8 @@ import (
 // run one at a time.
 type Lock struct {
 	c     *Client
-	key   string
+	key   string   // the key; for several keys, them joined by commas
+	all   []string // LockAll: the keys, sorted; nil for one key
 	token string
 	ttl   time.Duration
 	fence int64
@@ -50,8 +51,15 @@ type Lock struct {
 // deadline.
 var errDeadline = fmt.Errorf("%w: its validity ended without an extension", ErrLockLost)
 
-// Key returns the lock's key.
+// Key returns the lock's key. For a lock on several keys (LockAll) it
+// returns them, sorted, joined by commas.
 func (l *Lock) Key() string { return l.key }
+
+// Keys returns the lock's keys, sorted: the one key of Lock and TryLock,
+// or those of LockAll without repeats.
+func (l *Lock) Keys() []string { return l.keyset().keys() }
+
+func (l *Lock) keyset() keyset { return keyset{name: l.key, all: l.all} }
 
 // Token returns the value that marks this acquisition on the nodes: a
 // random token and, after a space, the owner's label (Options.Owner). It
@@ -181,7 +189,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 		}
 		l.c.end(ctx, ev, err)
 	}()
-	if ev.TTL, err = l.c.checkLock(l.key, ttl); err != nil {
+	if ev.TTL, err = l.c.checkTTL(ttl); err != nil {
 		return err
 	}
 	return l.extend(ctx, ev.TTL)
@@ -206,7 +214,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		e.Err = ErrExpired
 		return e
 	}
-	r, extended := l.c.extendRound(ctx, l.last, l.key, l.token, ttl, timeout)
+	r, extended := l.c.extendRound(ctx, l.last, l.keyset(), l.token, ttl, timeout)
 	l.last = r
 	ok := false
 	if extended {
@@ -299,7 +307,7 @@ func (l *Lock) release(ctx context.Context) error {
 	// A release within the validity that a quorum confirms is all the
 	// caller needs to hear; one after the deadline, or one that finds the
 	// lock gone, is reported with every node's answer.
-	r := l.c.releaseRound(ctx, l.last, l.key, l.token, l.fence, l.c.fenceTTL(l.ttl), expired)
+	r := l.c.releaseRound(ctx, l.last, l.keyset(), l.token, l.fence, l.c.fenceTTL(l.ttl), expired)
 	r.decide(r.count(OK) >= l.c.quorum)
 	l.c.report(ctx, "release", l.key, 1, r)
 	// A goroutine of this Client that waits for the key is woken at once.

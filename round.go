@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -22,7 +21,8 @@ import (
 // them (the clean-up of a failed acquisition, or Release) is sent.
 
 // acquire makes acquisition round n for the lock on key: steps 1 to 5.
-func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, n int) (*Lock, *OpError) {
+func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n int) (*Lock, *OpError) {
+	key := ks.name
 	// Step 1: a fresh token, which carries the owner's label; t0 is read
 	// in send, just before the first request goes out.
 	token := newToken(c.opts.Owner)
@@ -32,9 +32,8 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, n i
 	// bounded by the node timeout. The script also returns the node's fence
 	// and what the quarantine needs: its age and the largest TTL it knows.
 	heardAll := c.lastHeardAll()
-	r := c.send(ctx, c.nodeTimeout(ttl), 1, acquireScript, decodeAcquire,
-		[]string{key, FenceKey(key), MarkerKey(key)},
-		[]string{token, msString(ttl), msString(q), msString(c.fenceTTL(ttl))}, nil)
+	script, keys, args := ks.acquireCall(token, ttl, q, c.fenceTTL(ttl))
+	r := c.send(ctx, c.nodeTimeout(ttl), 1, script, decodeAcquire, keys, args, nil)
 	r.heardAll = heardAll
 
 	// Step 3: a quorum of grants from nodes out of quarantine, with
@@ -50,11 +49,11 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, n i
 	var e *OpError
 	var clean *round
 	if valid {
-		l = &Lock{c: c, key: key, token: token, ttl: ttl, fence: r.fence,
+		l = &Lock{c: c, key: key, all: ks.all, token: token, ttl: ttl, fence: r.fence,
 			start: r.start, until: until, last: r}
 	} else {
 		// Step 5: a failed round is undone on every node.
-		clean = c.cleanUp(ctx, key, token, r)
+		clean = c.cleanUp(ctx, ks, token, r)
 		e = &OpError{Op: "acquire", Key: key, Quorum: c.quorum, Rounds: 1, Nodes: r.results}
 		switch {
 		case granted:
@@ -88,14 +87,14 @@ func validUntil(start time.Time, ttl, drift time.Duration) time.Time {
 // after its answer was lost. It first waits for the round's late answers,
 // so that no release overtakes its own acquisition, and it is not cut
 // short by the cancellation of ctx.
-func (c *Client) cleanUp(ctx context.Context, key, token string, acq *round) *round {
+func (c *Client) cleanUp(ctx context.Context, ks keyset, token string, acq *round) *round {
 	acq.drain()
-	r := c.releaseRound(ctx, nil, key, token, acq.fence, c.fenceTTL(0), true)
+	r := c.releaseRound(ctx, nil, ks, token, acq.fence, c.fenceTTL(0), true)
 	reached := r.count(OK) + r.count(Absent) + r.count(Taken)
 	r.decide(reached == len(c.nodes))
 	if reached < len(c.nodes) {
 		c.log.Warn("redlock: clean-up of a failed acquisition did not reach every node; the keys left expire with their TTL",
-			"key", key, "nodes_failed", len(c.nodes)-reached, "results", r.results)
+			"key", ks.name, "nodes_failed", len(c.nodes)-reached, "results", r.results)
 	}
 	return r
 }
@@ -107,9 +106,9 @@ func (c *Client) cleanUp(ctx context.Context, key, token string, acq *round) *ro
 // node's request of prev, the lock's previous round: an extension that
 // overtook a slow grant would find no key, and the grant would then keep
 // its first TTL on that node.
-func (c *Client) extendRound(ctx context.Context, prev *round, key, token string, ttl, timeout time.Duration) (*round, bool) {
-	r := c.send(ctx, timeout, 1, extendScript, decodeStatus,
-		[]string{key, MarkerKey(key)}, []string{token, msString(ttl)}, prev)
+func (c *Client) extendRound(ctx context.Context, prev *round, ks keyset, token string, ttl, timeout time.Duration) (*round, bool) {
+	script, keys, args := ks.extendCall(token, ttl)
+	r := c.send(ctx, timeout, 1, script, decodeStatus, keys, args, prev)
 	if r.collect(c.quorum, 0) {
 		return r, true
 	}
@@ -133,10 +132,9 @@ func (c *Client) extendRound(ctx context.Context, prev *round, key, token string
 // quorum has confirmed, and the other requests go on in the background
 // (within the same bound), so that a hung node does not hold up every
 // Release.
-func (c *Client) releaseRound(ctx context.Context, prev *round, key, token string, fence int64, fenceTTL time.Duration, all bool) *round {
-	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, releaseScript, decodeRelease,
-		[]string{key, FenceKey(key)},
-		[]string{token, strconv.FormatInt(fence, 10), msString(fenceTTL)}, prev)
+func (c *Client) releaseRound(ctx context.Context, prev *round, ks keyset, token string, fence int64, fenceTTL time.Duration, all bool) *round {
+	script, keys, args := ks.releaseCall(token, fence, fenceTTL)
+	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, script, decodeRelease, keys, args, prev)
 	if all || !r.collect(c.quorum, 0) {
 		r.drain()
 	}

@@ -30,6 +30,12 @@ var (
 	inspectSrc string
 	//go:embed lua/force.lua
 	forceSrc string
+	//go:embed lua/acquire_all.lua
+	acquireAllSrc string
+	//go:embed lua/release_all.lua
+	releaseAllSrc string
+	//go:embed lua/extend_all.lua
+	extendAllSrc string
 
 	acquireScript = driver.NewScript("acquire", nodeSrc+acquireSrc)
 	releaseScript = driver.NewScript("release", releaseSrc)
@@ -39,12 +45,18 @@ var (
 	// on replicas and on a node out of memory too.
 	inspectScript = driver.NewScript("inspect", "#!lua flags=no-writes\n"+holderSrc+inspectSrc)
 	forceScript   = driver.NewScript("force", holderSrc+forceSrc)
+
+	// The scripts of a lock on several keys (LockAll).
+	acquireAllScript = driver.NewScript("acquire_all", nodeSrc+acquireAllSrc)
+	releaseAllScript = driver.NewScript("release_all", releaseAllSrc)
+	extendAllScript  = driver.NewScript("extend_all", extendAllSrc)
 )
 
 // Scripts returns every script the client may run, so that a node can
 // load them ahead of time (SCRIPT LOAD) if it wishes.
 func Scripts() []*driver.Script {
-	return []*driver.Script{acquireScript, releaseScript, extendScript, probeScript, inspectScript, forceScript}
+	return []*driver.Script{acquireScript, releaseScript, extendScript, probeScript, inspectScript, forceScript,
+		acquireAllScript, releaseAllScript, extendAllScript}
 }
 
 // A decoded reply, as the decode function of a round makes it.

@@ -19,8 +19,9 @@ import (
 // rounds it made. The error, when there is one, is an *OpError. A round
 // that failed with ErrRefused ends the wait: the nodes that refused will
 // refuse again.
-func (c *Client) lock(ctx context.Context, key string, ttl time.Duration, wait bool) (*Lock, int, error) {
-	w := waiter{c: c, key: key, queue: wait, begin: time.Now()}
+func (c *Client) lock(ctx context.Context, ks keyset, ttl time.Duration, wait bool) (*Lock, int, error) {
+	key := ks.name
+	w := waiter{c: c, ks: ks, queue: wait, begin: time.Now()}
 	defer w.stop()
 	var last *OpError // the last completed round's failure
 	for round := 1; ; round++ {
@@ -31,7 +32,7 @@ func (c *Client) lock(ctx context.Context, key string, ttl time.Duration, wait b
 			}
 			return nil, round - 1, e
 		}
-		l, e := c.acquire(ctx, key, ttl, round)
+		l, e := c.acquire(ctx, ks, ttl, round)
 		if e == nil {
 			return l, round, nil
 		}
@@ -54,8 +55,8 @@ func (c *Client) lock(ctx context.Context, key string, ttl time.Duration, wait b
 // A waiter is the waiting of one Lock call between its rounds.
 type waiter struct {
 	c     *Client
-	key   string
-	queue bool // wait behind the Client's other goroutines (Lock, not TryLock)
+	ks    keyset // the lock's keys; its name names its queue in the Client
+	queue bool   // wait behind the Client's other goroutines (Lock, not TryLock)
 	begin time.Time
 
 	gate   *gate           // the key's gate, once entered
@@ -80,16 +81,16 @@ func (w *waiter) wait(ctx context.Context, round int) error {
 		if !w.queue {
 			return ctx.Err()
 		}
-		g, err := c.enter(ctx, w.key)
+		g, err := c.enter(ctx, w.ks.name)
 		if err != nil {
 			return err
 		}
 		w.gate = g
-		return sleep(ctx, c.handoffWait(w.key))
+		return sleep(ctx, c.handoffWait(w.ks.name))
 	case 2:
 		sctx, cancel := context.WithCancel(ctx)
 		w.cancel = cancel
-		if w.wake = c.subscribe(sctx, w.key); w.wake != nil {
+		if w.wake = c.subscribe(sctx, w.ks.keys()); w.wake != nil {
 			return ctx.Err()
 		}
 	}
@@ -116,7 +117,7 @@ func (w *waiter) stop() {
 		w.cancel()
 	}
 	if w.gate != nil {
-		w.c.leave(w.key, w.gate)
+		w.c.leave(w.ks.name, w.gate)
 	}
 }
 
@@ -175,9 +176,9 @@ func (c *Client) wakeDelay(waited time.Duration) time.Duration {
 const releasedPrefix = "redlock:released:"
 
 // subscribe asks every node that is a driver.Notifier to wake the caller
-// when key is released, until ctx is done. It returns the wake channel, or
-// nil when no node could be subscribed.
-func (c *Client) subscribe(ctx context.Context, key string) <-chan struct{} {
+// when one of keys is released, until ctx is done. It returns the wake
+// channel, or nil when no node could be subscribed.
+func (c *Client) subscribe(ctx context.Context, keys []string) <-chan struct{} {
 	wake := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -194,7 +195,12 @@ func (c *Client) subscribe(ctx context.Context, key string) <-chan struct{} {
 			defer cancel()
 			// The subscription itself must outlive sctx's timeout: only
 			// making it is bounded.
-			err := subscribeBounded(sctx, ctx, nf, releasedPrefix+key, wake)
+			var err error
+			for _, key := range keys {
+				if err = subscribeBounded(sctx, ctx, nf, releasedPrefix+key, wake); err != nil {
+					break
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -297,7 +297,27 @@ func scriptSteps(key string) []step {
 		acquireStep(key+":forced", "tok1", "60000", granted),
 		{script: "force", keys: []string{key + ":forced", redlock.FenceKey(key + ":forced")}, args: []string{"0", fenceTTL}, want: done},
 		inspectStep(key+":forced", absent),
+		// A lock on two keys, whose slots share a hash tag so that a
+		// cluster node takes them in one call.
+		allStep("acquire_all", key, "tok1", granted),
+		allStep("extend_all", key, "tok1", done),
+		allStep("release_all", key, "tok1", done),
 	}
+}
+
+// allStep is a step of the scripts of a lock on two keys that share the
+// hash tag "{lockall}", with token; the keys and arguments are spelt out
+// as the lock client passes them, as for the steps above.
+func allStep(script, key, token string, want any) step {
+	k1, k2 := "{lockall}:"+key+":1", "{lockall}:"+key+":2"
+	marker := redlock.MarkerKey(k1)
+	switch script {
+	case "acquire_all":
+		return step{script, []string{k1, k2, redlock.FenceKey(k1), redlock.FenceKey(k2), marker}, []string{token, "60000", "0", fenceTTL, "2"}, want}
+	case "extend_all":
+		return step{script, []string{k1, k2, marker}, []string{token, "60000", "2"}, want}
+	}
+	return step{script, []string{k1, k2, redlock.FenceKey(k1), redlock.FenceKey(k2)}, []string{token, "0", fenceTTL, "2"}, want}
 }
 
 func inspectStep(key string, want any) step {

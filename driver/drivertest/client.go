@@ -78,6 +78,7 @@ func TestClient[N Node](t *testing.T, dial func(url string) (N, error)) {
 	t.Run("Observer", s.testObserver)
 	t.Run("Refused", s.testRefused)
 	t.Run("Operations", s.testOperations)
+	t.Run("LockAll", s.testLockAll)
 	t.Run("ClusterNode", s.testClusterNode)
 	t.Run("ClusterReshard", s.testClusterReshard)
 	t.Run("FailoverQuarantine", s.testFailoverQuarantine)

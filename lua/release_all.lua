@@ -1,0 +1,42 @@
+-- release_all.lua: give up a lock on several keys on one node: what
+-- release.lua does for each key.
+--
+-- KEYS[1..n]     the lock keys
+-- KEYS[n+1..2n]  their fence counters, in the same order
+-- ARGV[1..3]     as release.lua: token, the lock's fence, counter TTL
+-- ARGV[4]        n
+--
+-- Returns {status, told}: status 1 when some key held the token (every
+-- such key is deleted), else -1 when some key holds another token, else
+-- 0; told as in release.lua, summed over the keys.
+local n = tonumber(ARGV[4])
+local deleted, foreign, told = 0, 0, 0
+for i = 1, n do
+	local v = redis.call('GET', KEYS[i])
+	if v == ARGV[1] then
+		redis.call('DEL', KEYS[i])
+		deleted = deleted + 1
+		local t = redis.pcall('PUBLISH', 'redlock:released:' .. KEYS[i], '')
+		if type(t) == 'number' then
+			told = told + t
+		end
+	elseif v then
+		foreign = foreign + 1
+	end
+end
+local fence = tonumber(ARGV[2])
+for i = n + 1, 2 * n do
+	local c = tonumber(redis.call('GET', KEYS[i]))
+	if not c or c < fence then
+		local r = redis.pcall('SET', KEYS[i], ARGV[2], 'PX', ARGV[3])
+		if type(r) == 'table' and r.err and not string.find(r.err, '^%-?OOM') then
+			return redis.error_reply(r.err)
+		end
+	end
+end
+if deleted > 0 then
+	return {1, told}
+elseif foreign > 0 then
+	return {-1, told}
+end
+return {0, told}
