@@ -555,66 +555,77 @@ func (n gatedNode) Eval(ctx context.Context, s *driver.Script, _, _ []string) (a
 	return v, nil
 }
 
-func TestReleaseFollowsEachNodesAcquire(t *testing.T) {
-	var mu sync.Mutex
-	var log []string
-	gate := make(chan struct{})
+// slowNodeLog is a Client over three gatedNodes, of which c answers its
+// acquire only once gate is closed; log records every call completed.
+type slowNodeLog struct {
+	c    *Client
+	gate chan struct{}
+	mu   sync.Mutex
+	log  []string
+}
+
+func newSlowNodeLog(t *testing.T) *slowNodeLog {
+	s := &slowNodeLog{gate: make(chan struct{})}
 	nodes := []Node{
-		gatedNode{name: "a", mu: &mu, log: &log},
-		gatedNode{name: "b", mu: &mu, log: &log},
-		gatedNode{name: "c", mu: &mu, log: &log, gate: gate},
+		gatedNode{name: "a", mu: &s.mu, log: &s.log},
+		gatedNode{name: "b", mu: &s.mu, log: &s.log},
+		gatedNode{name: "c", mu: &s.mu, log: &s.log, gate: s.gate},
 	}
-	c, err := New(nodes, &Options{DisableQuarantine: true})
-	if err != nil {
+	var err error
+	if s.c, err = New(nodes, &Options{DisableQuarantine: true}); err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// snapshot returns the calls completed so far.
+func (s *slowNodeLog) snapshot() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.log)
+}
+
+// finish lets c's acquire return, closes the Client, which waits for the
+// requests behind it, and returns the calls c completed, in order.
+func (s *slowNodeLog) finish() []string {
+	close(s.gate)
+	s.c.Close()
+	var got []string
+	for _, e := range s.log {
+		if strings.HasPrefix(e, "c ") {
+			got = append(got, e)
+		}
+	}
+	return got
+}
+
+func TestReleaseFollowsEachNodesAcquire(t *testing.T) {
+	s := newSlowNodeLog(t)
 	ctx := context.Background()
 	// a and b grant; c's grant is still on its way when the lock is
 	// returned, and when it is released.
-	l, err := c.TryLock(ctx, "k", 10*time.Second)
+	l, err := s.c.TryLock(ctx, "k", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("Release waited for the slow node or failed: %v", err)
 	}
-	mu.Lock()
-	early := slices.Clone(log)
-	mu.Unlock()
-	if slices.Contains(early, "c release") || len(early) != 4 {
+	if early := s.snapshot(); slices.Contains(early, "c release") || len(early) != 4 {
 		t.Fatalf("before c's acquire returned: %q, want a and b acquired and released, nothing sent to c", early)
 	}
-	close(gate)
-	c.Close() // waits for c's acquire and the release behind it
-	var got []string
-	for _, e := range log {
-		if strings.HasPrefix(e, "c ") {
-			got = append(got, e)
-		}
-	}
-	if !slices.Equal(got, []string{"c acquire", "c release"}) {
+	if got := s.finish(); !slices.Equal(got, []string{"c acquire", "c release"}) {
 		t.Fatalf("c saw %q, want its acquire, then its release", got)
 	}
 }
 
 func TestExtendFollowsEachNodesAcquire(t *testing.T) {
-	var mu sync.Mutex
-	var log []string
-	gate := make(chan struct{})
-	nodes := []Node{
-		gatedNode{name: "a", mu: &mu, log: &log},
-		gatedNode{name: "b", mu: &mu, log: &log},
-		gatedNode{name: "c", mu: &mu, log: &log, gate: gate},
-	}
-	c, err := New(nodes, &Options{DisableQuarantine: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newSlowNodeLog(t)
 	ctx := context.Background()
 	// c's grant is on its way while the lock is extended twice and
 	// released: each of those waits for the one before it on c, and none
 	// waits on a and b.
-	l, err := c.TryLock(ctx, "k", 10*time.Second)
+	l, err := s.c.TryLock(ctx, "k", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -626,18 +637,11 @@ func TestExtendFollowsEachNodesAcquire(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	close(gate)
-	c.Close() // waits for c's requests
-	var got []string
-	for _, e := range log {
-		if strings.HasPrefix(e, "c ") {
-			got = append(got, e)
-		}
-	}
+	got := s.finish()
 	if want := []string{"c acquire", "c extend", "c extend", "c release"}; !slices.Equal(got, want) {
 		t.Fatalf("c saw %q, want %q", got, want)
 	}
-	if len(log) != 12 {
-		t.Fatalf("the nodes saw %q, want four requests each", log)
+	if len(s.log) != 12 {
+		t.Fatalf("the nodes saw %q, want four requests each", s.log)
 	}
 }
