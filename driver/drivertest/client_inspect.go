@@ -296,6 +296,9 @@ func (s *suite) testLeastPrivilege(t *testing.T) {
 	if _, err := c2.ForceRelease(ctx, key); err != nil {
 		t.Fatalf("ForceRelease: %v", err)
 	}
+	if err := l.Release(ctx); !errors.Is(err, redlock.ErrLockLost) {
+		t.Errorf("Release after ForceRelease: %v, want ErrLockLost", err)
+	}
 	// What the user cannot do.
 	for _, cmd := range [][]string{{"FLUSHALL"}, {"CONFIG", "GET", "maxmemory"}, {"KEYS", "*"}, {"GET", "other:key"}} {
 		if err := s.rawAs(t, srvs[0], cmd); err == nil || !strings.Contains(err.Error(), "NOPERM") {
