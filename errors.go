@@ -30,8 +30,10 @@ var (
 	// wrong or missing password, an ACL that denies a command or key, a
 	// lock key that holds another type of value, a replica or cluster node
 	// instead of an independent master, a node that is out of memory or
-	// cannot persist, a failed TLS certificate check. Lock does not try
-	// again after it. The *OpError names each node that refused and the
+	// cannot persist, a TLS handshake that cannot succeed (the server's
+	// certificate fails verification, or the server asks for a client
+	// certificate or rejects the one it gets). Lock does not try again
+	// after it. The *OpError names each node that refused and the
 	// server's reason.
 	ErrRefused = errors.New("redlock: refused")
 
@@ -185,8 +187,8 @@ const (
 	Quarantined
 	// Refused means the node answered with an error that it will give
 	// again however often the request is sent, such as WRONGPASS, NOPERM,
-	// WRONGTYPE, READONLY or OOM, or that the node's TLS certificate
-	// failed verification. NodeResult.Err says why.
+	// WRONGTYPE, READONLY or OOM, or a TLS handshake that cannot succeed
+	// (see driver.IsCertificateError). NodeResult.Err says why.
 	Refused
 )
 
@@ -242,9 +244,11 @@ var transientCodes = map[string]bool{
 // happen again however often the request is sent: an error reply other
 // than those in transientCodes (WRONGPASS, NOAUTH, NOPERM, WRONGTYPE,
 // READONLY, MOVED, ASK, CROSSSLOT, OOM, MISCONF, NOSCRIPT, ERR from an
-// unknown command or a failing script, ...), or a TLS certificate that
-// failed verification. Failures to connect, broken connections and
-// timeouts are not refusals.
+// unknown command or a failing script, ...), or a TLS handshake that
+// cannot succeed: the server's certificate failed verification, or the
+// server refused the client's certificate, or the lack of one, with a
+// TLS alert (see driver.IsCertificateError). Failures to connect, broken
+// connections and timeouts are not refusals.
 func refused(err error) bool {
 	var reply *driver.ReplyError
 	if errors.As(err, &reply) {

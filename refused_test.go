@@ -54,11 +54,32 @@ func TestRefused(t *testing.T) {
 		{&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, true},
 		{fmt.Errorf("dial: %w", x509.HostnameError{Host: "h"}), true},
 		{tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, true},
+		{x509.CertificateInvalidError{Reason: x509.Expired}, true},
+		// Alerts from a server that checks client certificates, as
+		// crypto/tls returns them: the certificate is missing (TLS 1.3,
+		// TLS 1.2), of an unknown authority, rejected or expired.
+		{remoteAlert(116), true},
+		{fmt.Errorf("dial: %w", remoteAlert(40)), true},
+		{remoteAlert(48), true},
+		{remoteAlert(42), true},
+		{remoteAlert(45), true},
+		{tls.AlertError(116), true},
+		// Alerts that may pass: an internal error, a close.
+		{remoteAlert(80), false},
+		{remoteAlert(0), false},
+		{&net.OpError{Op: "read", Err: errors.New("tls: certificate required")}, false},
 	} {
 		if got := refused(tt.err); got != tt.want {
 			t.Errorf("refused(%v) = %v, want %v", tt.err, got, tt.want)
 		}
 	}
+}
+
+// remoteAlert returns the error with which crypto/tls reports the TLS
+// alert a that the peer sent: a *net.OpError whose Err has the alert's
+// text (its type is crypto/tls's own).
+func remoteAlert(a uint8) error {
+	return &net.OpError{Op: "remote error", Err: errors.New(tls.AlertError(a).Error())}
 }
 
 func TestReplyErrorCode(t *testing.T) {

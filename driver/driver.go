@@ -25,6 +25,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+
+	"github.com/quorumlock/redlock/driver/tlsfiles"
 )
 
 // A Node is one independent Redis master, as the lock client sees it.
@@ -152,17 +154,20 @@ func (s *Script) SHA1() string { return s.sha }
 // failed for a reason that trying again cannot change: the server's
 // certificate failed verification (an unknown authority, a name that does
 // not match, an expired or otherwise invalid certificate), the server
-// sent a TLS alert (such as one asking for a client certificate), or it
-// did not speak TLS at all.
+// refused the connection with a TLS alert that says so (it asks for a
+// client certificate, or does not accept the one it got: see
+// [tlsfiles.Refusal]), or it did not speak TLS at all.
 func IsCertificateError(err error) bool {
 	var (
 		verify   *tls.CertificateVerificationError
 		header   tls.RecordHeaderError
-		alert    tls.AlertError
 		unknown  x509.UnknownAuthorityError
 		hostname x509.HostnameError
 		invalid  x509.CertificateInvalidError
 	)
-	return errors.As(err, &verify) || errors.As(err, &header) || errors.As(err, &alert) ||
+	if alert, ok := tlsfiles.Alert(err); ok {
+		return tlsfiles.Refusal(alert)
+	}
+	return errors.As(err, &verify) || errors.As(err, &header) ||
 		errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid)
 }

@@ -13,7 +13,7 @@ import (
 // adapter describes this package to the tests of package drivertest.
 var adapter = drivertest.Adapter[*Node]{
 	Pkg:     "goredisnode",
-	Dial:    Dial,
+	Dial:    func(url string) (*Node, error) { return Dial(url) },
 	EvalLua: (*Node).eval,
 	IsErrorReply: func(err error) bool {
 		var rerr redis.Error

@@ -22,6 +22,7 @@ import (
 	"sync"
 
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/driver/tlsfiles"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -118,11 +119,22 @@ const maxRedirects = 16
 // when Eval needs one, so a Node can be created while its server is down,
 // and Eval then fails until the server is back.
 //
+// For TLS, the options configure the client beyond what the URL says:
+// the certificate authorities to trust and a client certificate, from a
+// *tls.Config ([WithTLSConfig]) or from files that are read again when
+// they are rotated ([WithTLSFiles]), and the server name to verify
+// ([WithServerName]). They apply to a URL that asks for TLS (rediss://);
+// with another, Dial fails rather than connect in the clear.
+//
 // An error never contains the password. Close closes the client.
-func Dial(rawURL string) (*Node, error) {
+func Dial(rawURL string, opts ...DialOption) (*Node, error) {
 	opt, copt, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
+	}
+	var o tlsfiles.Options
+	for _, set := range opts {
+		set(&o)
 	}
 	// Maintenance notifications are for managed services that move
 	// endpoints; a lock node is one fixed master. Left on "auto", go-redis
@@ -140,12 +152,24 @@ func Dial(rawURL string) (*Node, error) {
 			// last MOVED for a refusal.
 			copt.MaxRedirects = maxRedirects
 		}
+		if copt.TLSConfig, err = o.Apply(copt.TLSConfig); err != nil {
+			return nil, fmt.Errorf("goredisnode: %w", err)
+		}
+		if copt.TLSConfig != nil {
+			copt.Dialer = tlsDialer(copt.TLSConfig)
+		}
 		copt.MaxRetries = -1
 		copt.DialerRetries = 1
 		copt.ContextTimeoutEnabled = true
 		copt.MaintNotificationsConfig = maint
 		c := redis.NewClusterClient(copt)
 		return &Node{c: c, name: joinAddrs(slices.Clone(copt.Addrs)), owned: c}, nil
+	}
+	if opt.TLSConfig, err = o.Apply(opt.TLSConfig); err != nil {
+		return nil, fmt.Errorf("goredisnode: %w", err)
+	}
+	if opt.TLSConfig != nil {
+		opt.Dialer = tlsDialer(opt.TLSConfig)
 	}
 	opt.MaxRetries = -1
 	opt.DialerRetries = 1

@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/driver/tlsfiles"
 	"github.com/redis/rueidis"
 )
 
@@ -110,11 +111,28 @@ func New(c rueidis.Client, name string) *Node {
 // Eval first needs it, within the deadline of Eval's context, and is made
 // again after it breaks; while the server is down, Eval fails.
 //
+// For TLS, the options configure the client beyond what the URL says:
+// the certificate authorities to trust and a client certificate, from a
+// *tls.Config ([WithTLSConfig]) or from files that are read again when
+// they are rotated ([WithTLSFiles]), and the server name to verify
+// ([WithServerName]). They apply to a URL that asks for TLS (rediss://);
+// with another, Dial fails rather than connect in the clear.
+//
 // An error never contains the password. Close closes the client.
-func Dial(rawURL string) (*Node, error) {
+func Dial(rawURL string, opts ...DialOption) (*Node, error) {
 	opt, cluster, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
+	}
+	var o tlsfiles.Options
+	for _, set := range opts {
+		set(&o)
+	}
+	if opt.TLSConfig, err = o.Apply(opt.TLSConfig); err != nil {
+		return nil, fmt.Errorf("rueidisnode: %w", err)
+	}
+	if opt.TLSConfig != nil && opt.DialCtxFn == nil {
+		opt.DialCtxFn = dialTLS
 	}
 	opt.DisableRetry = true
 	opt.DisableCache = true

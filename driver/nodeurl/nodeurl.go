@@ -28,6 +28,15 @@
 // "/", "?", "#", "@" and "%" in a user name or password must be
 // percent-encoded.
 //
+// Beside the URL, an adapter's Dial takes options for TLS: a *tls.Config,
+// certificate files that are read again when they are rotated on disk,
+// and a server name to verify. They apply to rediss:// URLs, of one server
+// or of a cluster alike, and make Dial fail for any other URL, which
+// would connect in the clear. Package
+// [github.com/quorumlock/redlock/driver/tlsfiles] implements them
+// (tlsfiles.Options.Apply), and dials TLS connections whose server's
+// refusal of a client certificate reads as such (tlsfiles.Dial).
+//
 // An adapter parses URLs with its client library's parser, and makes the
 // errors of that parser safe to show with [Error]. A node's name, and every
 // error an adapter returns, must be free of credentials; [Redact] hides

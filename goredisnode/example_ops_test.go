@@ -1,0 +1,126 @@
+package goredisnode_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/goredisnode"
+)
+
+// exampleClient returns a Client over the example's nodes, with owner as
+// the label of its locks, and a function that closes it all.
+func exampleClient(owner string) (*redlock.Client, func()) {
+	var nodes []*goredisnode.Node
+	var lockNodes []redlock.Node
+	for _, url := range exampleURLs {
+		node, err := goredisnode.Dial(url)
+		if err != nil {
+			log.Fatal(err)
+		}
+		nodes = append(nodes, node)
+		lockNodes = append(lockNodes, node)
+	}
+	c, err := redlock.New(lockNodes, &redlock.Options{Owner: owner})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return c, func() {
+		c.Close()
+		for _, n := range nodes {
+			n.Close()
+		}
+	}
+}
+
+// Inspect shows who holds a lock, on how many nodes and for how long,
+// without the token that would let its reader release the lock.
+func Example_inspect() {
+	worker, closeWorker := exampleClient("report-worker-7")
+	defer closeWorker()
+	ctx := context.Background()
+	l, err := worker.Lock(ctx, "example:nightly-report", time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Release(ctx)
+
+	ops, closeOps := exampleClient("operator")
+	defer closeOps()
+	ins, err := ops.Inspect(ctx, "example:nightly-report")
+	if err != nil {
+		log.Fatal(err)
+	}
+	held := 0
+	for _, v := range ins.Nodes {
+		if v.Held && v.Holder == ins.Holder {
+			held++
+		}
+	}
+	fmt.Println(ins.State, "by", ins.Owner)
+	fmt.Println("holder is the worker's lock:", ins.Holder == l.ID())
+	fmt.Println("ends within the TTL:", time.Until(ins.Ends) <= time.Minute)
+	fmt.Println("on a quorum:", held >= ops.Quorum())
+	// Output:
+	// held by report-worker-7
+	// holder is the worker's lock: true
+	// ends within the TTL: true
+	// on a quorum: true
+}
+
+// ForceRelease removes a lock whose owner is gone, and the next owner's
+// fence exceeds the removed one's, so that a resource that checks fences
+// refuses the removed owner's late writes.
+func Example_forceRelease() {
+	crashed, closeCrashed := exampleClient("crashed-worker")
+	defer closeCrashed()
+	ctx := context.Background()
+	stuck, err := crashed.Lock(ctx, "example:stuck", time.Hour) // never released
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	ops, closeOps := exampleClient("operator")
+	defer closeOps()
+	removed, err := ops.ForceRelease(ctx, "example:stuck")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, v := range removed[:1] {
+		fmt.Println("removed the lock of", v.Owner)
+	}
+	next, err := ops.TryLock(ctx, "example:stuck", time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer next.Release(ctx)
+	fmt.Println("next fence is greater:", next.Fence() > stuck.Fence())
+	// Output:
+	// removed the lock of crashed-worker
+	// next fence is greater: true
+}
+
+// LockAll takes several keys together, or none of them.
+func Example_lockAll() {
+	locks, closeAll := exampleClient("")
+	defer closeAll()
+	ctx := context.Background()
+	// One hash tag keeps the keys in one slot, as a Redis Cluster node
+	// requires of one lock's keys.
+	l, err := locks.LockAll(ctx, []string{"{order:42}:stock", "{order:42}:invoice"}, 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(l.Keys())
+	if _, err := locks.TryLock(ctx, "{order:42}:stock", time.Second); err != nil {
+		fmt.Println("one of the keys alone is taken too")
+	}
+	if err := l.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// [{order:42}:invoice {order:42}:stock]
+	// one of the keys alone is taken too
+}
