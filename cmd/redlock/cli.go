@@ -41,7 +41,7 @@ func execute(args []string, stdout, stderr io.Writer) int {
 
 // newRootCmd returns the redlock command with its subcommands.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
-	nf := &nodeFlags{}
+	nf := &nodeFlags{stderr: stderr}
 	root := &cobra.Command{
 		Use:   "redlock",
 		Short: "Run commands under a Redlock distributed lock, and check its Redis nodes",
@@ -55,11 +55,16 @@ URLs separated by commas or spaces,
   redis://[[user]:password@]host[:port][/db]
   rediss://[[user]:password@]host[:port][/db]     (TLS)
   unix://[[user]:password@]/path/to/socket[?db=N]
+  redis://host:port?addr=host2:port2&addr=...     (a Redis Cluster, as one node)
+  redis://host:port?cluster=true                  (a Redis Cluster by one address)
 
 and the default is ` + defaultNodes + `. Use independent masters (no
-replication between them), an odd number of them: 3 survive one failure, 5
-survive two. Characters such as , / ? # @ % in a password must be
+replication between them) or masters whose replicas only take over in a
+failover, or whole clusters, an odd number of them: 3 survive one failure,
+5 survive two. Characters such as , / ? # @ % in a password must be
 percent-encoded. Passwords are never printed.
+
+` + tlsHelp + `
 
 Restart quarantine: a node whose redis-server started more recently than the
 longest lock it might have lost does not vote, so a restarted node cannot
@@ -74,6 +79,10 @@ nodes nobody has locked anything on before.`,
   redlock release --force nightly-report    # a stuck lock whose holder is gone
   redlock doctor
   redlock demo
+
+  # Mutual TLS with a private CA (or $REDLOCK_CACERT, $REDLOCK_CERT, $REDLOCK_CERT_KEY):
+  export REDLOCK_NODES=rediss://10.0.0.1:6380,rediss://10.0.0.2:6380,rediss://10.0.0.3:6380
+  redlock --cacert ca.crt --cert client.crt --key client.key doctor
 
   # Shell completion, for example for bash:
   source <(redlock completion bash)`,
@@ -92,6 +101,7 @@ nodes nobody has locked anything on before.`,
 	pf.Var((*urlList)(&nf.nodes), "nodes", "the Redis nodes: URLs separated by commas (default $"+envNodes+", else "+defaultNodes+")")
 	pf.DurationVar(&nf.quarantine, "quarantine", 0, "least restart quarantine: a node started more recently than this does not vote (default: learned from the TTLs in use)")
 	pf.BoolVar(&nf.noQuarantine, "no-quarantine", false, "let nodes vote however recently they started (only for appendfsync always, or nodes nobody locked on before)")
+	nf.tls.register(pf)
 	root.RegisterFlagCompletionFunc("nodes", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"redis://", "rediss://", "unix://"}, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
 	})

@@ -75,6 +75,9 @@ func TestVersionHelpAndCompletion(t *testing.T) {
 		expect(t, r, 0, "Usage:", "Examples:")
 	}
 	expect(t, run(t, "run", "--help"), 0, "REDLOCK_FENCE", "REDLOCK_LOCK_ID", "--owner", "--kill-grace", "--no-quarantine", "75", "76", "69", "77", "78", "WRONGPASS", "READONLY")
+	expect(t, run(t, "--help"), 0, "--cacert FILE", "$REDLOCK_CACERT", "--cacertdir DIR", "$REDLOCK_CACERTDIR", "--cert FILE", "$REDLOCK_CERT",
+		"--key FILE", "$REDLOCK_CERT_KEY", "--sni NAME", "$REDLOCK_SNI", "--insecure", "$REDLOCK_INSECURE", "rotated", "?cluster=true")
+	expect(t, run(t, "doctor", "--help"), 0, "TLS version", "a warning under 14", "promoted", "CLUSTER INFO", "--cacert")
 	expect(t, run(t, "inspect", "--help"), 0, "HELD", "FREE", "SPLIT", "UNKNOWN", "REDLOCK_LOCK_ID", "--json", "69", "77", "78")
 	expect(t, run(t, "release", "--help"), 0, "--force", "--yes", "redlock run", "fence", "69", "77", "78")
 	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {

@@ -184,7 +184,11 @@ func runDemo(ctx context.Context, w io.Writer, nf *nodeFlags, df *demoFlags) err
 		// lost locks to wait out.
 		d.opts.DisableQuarantine, d.opts.Quarantine = true, 0
 	}
-	if err := d.connect(urls); err != nil {
+	ts, err := nf.tls.resolve(urls, nf.stderr)
+	if err != nil {
+		return err
+	}
+	if err := d.connect(urls, ts); err != nil {
 		return err
 	}
 	d.header(urls)
@@ -205,11 +209,11 @@ func randomHex(n int) string {
 
 // connect makes a lock client for every worker, each with connections of
 // its own as separate processes would have, and one to watch the nodes.
-func (d *demo) connect(urls []string) error {
+func (d *demo) connect(urls []string, ts *tlsSetup) error {
 	d.cut = make([]atomic.Bool, len(urls))
 	d.perWorker = make([]atomic.Int64, d.df.workers)
 	newClient := func(opts redlock.Options) (*redlock.Client, error) {
-		ns, err := openNodes(urls)
+		ns, err := openNodes(urls, ts)
 		if err != nil {
 			return nil, err
 		}

@@ -23,11 +23,16 @@ func newDoctorCmd(nf *nodeFlags) *cobra.Command {
 		Long: `Doctor checks every node and says whether a quorum of healthy nodes exists.
 
 For each node it reports whether it is reachable and its round-trip time,
-or that it refuses the credentials in its URL (NOAUTH, WRONGPASS); the
-Redis version; its role (Redlock wants independent masters: a replica,
-which refuses every grant with READONLY, and a Redis Cluster node, which
-answers MOVED for most keys, are errors; a master with replicas is a
-warning); persistence (appendonly and appendfsync, RDB snapshots), which
+or that it refuses the credentials in its URL (NOAUTH, WRONGPASS) or the
+TLS handshake (with the flag that fixes it); over TLS, the TLS version, the
+server's certificate (its subject, issuer and expiry: a warning under 14
+days) and the expiry of the client certificate of --cert; the Redis
+version; its role (a replica, which refuses every grant with READONLY, is
+an error, and so is a Redis Cluster node named by a URL for one server,
+which answers MOVED for most keys); its replicas, and whether it was
+promoted from replica to master since its process started, after which each
+hash slot sits out one quarantine at its first use (the failover
+quarantine); persistence (appendonly and appendfsync, RDB snapshots), which
 decides whether a restarted node may vote at once, and whether its last
 save failed, after which it may refuse every write (MISCONF); the
 maxmemory-policy (an allkeys-* policy can evict lock keys and is an error;
@@ -35,8 +40,19 @@ volatile-* can evict them too, as every lock key has an expiry) and
 whether the node is full, so that it refuses new lock keys (OOM); its
 clock offset against this machine and its uptime (both from the lock
 client's probe of the node); whether it runs the lock scripts (NOPERM when
-its ACL forbids them); and whether it is in restart quarantine. Nodes that are the same server under
-two URLs are an error: that server would vote twice.
+its ACL forbids them); and whether it is in restart quarantine. Nodes that
+are, or share, the same server under two URLs are an error: that server
+would vote twice.
+
+A node that is a whole Redis Cluster (a URL with addr= or cluster=true) is
+reported as the cluster: its state and whether every hash slot is served
+(CLUSTER INFO), and then each master, with the slots it serves, its
+replicas and their links (CLUSTER NODES), the checks of a server above,
+whether it was promoted, and the lock client's records of one of its
+slots: how long ago they saw the process start or the promotion, the
+largest TTL used in the slot, and whether the slot is in quarantine or
+will be at its first use. Doctor reads those records; it does not write
+them.
 
 A node is healthy when it is reachable, can vote and has no errors.
 
@@ -45,6 +61,8 @@ a quorum of healthy nodes exists but something needs attention, 2 when no
 quorum of healthy nodes exists, 64 for usage errors.`,
 		Example: `  redlock doctor
   redlock doctor --nodes redis://a:6379,redis://b:6379,redis://c:6379
+  redlock doctor --nodes 'redis://a:7000?addr=b:7000&addr=c:7000'   # one cluster
+  redlock doctor --cacert ca.crt --cert client.crt --key client.key --nodes rediss://a:6380
   redlock doctor --json | jq '.nodes[] | {node, healthy}'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
@@ -94,10 +112,20 @@ type nodeReport struct {
 	ClockOffsetMilli float64    `json:"clock_offset_ms"`
 	UptimeSeconds    int64      `json:"uptime_s,omitempty"`
 	RunID            string     `json:"run_id,omitempty"`
-	State            string     `json:"state"` // healthy, quarantined, unreachable, refusing
+	State            string     `json:"state,omitempty"` // healthy, quarantined, unreachable, refusing; "" for a cluster's master
 	QuarantinedUntil *time.Time `json:"quarantined_until,omitempty"`
 	Healthy          bool       `json:"healthy"`
-	Findings         []finding  `json:"findings"`
+
+	ReplicaList []replicaReport `json:"replica_list,omitempty"` // a master's replicas
+	Promoted    bool            `json:"promoted"`               // a master promoted from replica since its process started
+	TLS         *tlsReport      `json:"tls,omitempty"`          // a node reached over TLS
+
+	Cluster     *clusterReport `json:"cluster,omitempty"`      // a node that is a whole cluster: its state
+	Masters     []nodeReport   `json:"masters,omitempty"`      // ... and each of its masters
+	Slots       string         `json:"slots,omitempty"`        // a cluster's master: the slots it serves
+	SlotRecords *slotRecords   `json:"slot_records,omitempty"` // ... and the lock records of one of them
+
+	Findings []finding `json:"findings"`
 }
 
 // A doctorReport is the whole output of doctor.
@@ -123,9 +151,16 @@ func (n *nodeReport) hasCheck(check string) bool {
 	return false
 }
 
+// has reports whether n, or one of its masters if it is a cluster, has a
+// finding of the given level.
 func (n *nodeReport) has(level string) bool {
 	for _, f := range n.Findings {
 		if f.Level == level {
+			return true
+		}
+	}
+	for i := range n.Masters {
+		if n.Masters[i].has(level) {
 			return true
 		}
 	}
@@ -153,7 +188,12 @@ func runDoctor(ctx context.Context, w io.Writer, nf *nodeFlags, df *reportFlags)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			examine(ctx, ns.cmds[i], df.timeout, n)
+			if cc, ok := ns.nodes[i].Client().(*redis.ClusterClient); ok {
+				examineCluster(ctx, cc, df.timeout, nf.noQuarantine, n)
+			} else {
+				examine(ctx, ns.cmds[i], df.timeout, nf.noQuarantine, n)
+			}
+			checkTLS(ctx, ns, i, df.timeout, n)
 		}()
 	}
 	wg.Wait()
@@ -181,7 +221,7 @@ func runDoctor(ctx context.Context, w io.Writer, nf *nodeFlags, df *reportFlags)
 // other than the lock scripts: each command within timeout, all within
 // three times that. It stops after the reachability check if the node does
 // not answer.
-func examine(ctx context.Context, rc redis.Cmdable, timeout time.Duration, n *nodeReport) {
+func examine(ctx context.Context, rc redis.Cmdable, timeout time.Duration, noQuarantine bool, n *nodeReport) {
 	ctx, cancel := context.WithTimeout(ctx, 3*timeout)
 	defer cancel()
 	if !checkReachable(ctx, rc, timeout, n) {
@@ -191,6 +231,9 @@ func examine(ctx context.Context, rc redis.Cmdable, timeout time.Duration, n *no
 	n.RunID = info["run_id"]
 	checkVersion(n, info)
 	checkRole(n, info)
+	if info["cluster_enabled"] != "1" {
+		checkReplication(n, info, noQuarantine)
+	}
 	checkPersistence(ctx, rc, timeout, n, info)
 	checkEviction(n, info)
 }
@@ -262,19 +305,20 @@ func checkVersion(n *nodeReport, info map[string]string) {
 	}
 }
 
-// checkRole reports whether the node is an independent master, as Redlock
-// wants: not a replica, and without replicas.
+// checkRole reports whether the node is a master that can vote: not a
+// replica, and not one node of a cluster named by a URL for one server.
+// Its replicas, if any, are reported by checkReplication.
 func checkRole(n *nodeReport, info map[string]string) {
 	n.Role = info["role"]
 	n.Replicas = int(atoi(info["connected_slaves"]))
 	switch {
 	case info["cluster_enabled"] == "1":
-		n.add(levelError, "role", "a Redis Cluster node: each key lives on the master of its slot, the others answer MOVED, and failover can hand a held lock to another; give redlock independent masters")
+		n.add(levelError, "role", "a Redis Cluster node under a URL for one server: it serves only its own slots and answers MOVED for the others; name the whole cluster as one node, with redis://HOST:PORT?cluster=true (or ?addr=HOST2:PORT2&addr=...)")
 	case n.Role == "slave":
 		n.Master = info["master_host"] + ":" + info["master_port"]
-		n.add(levelError, "role", "a replica of %s: a replica is read-only and refuses every grant (READONLY); give redlock independent masters", n.Master)
+		n.add(levelError, "role", "a replica of %s: a replica is read-only and refuses every grant (READONLY); give redlock masters", n.Master)
 	case n.Replicas > 0:
-		n.add(levelWarn, "role", "a master with %d replica(s): Redlock wants independent masters; a failover to a replica loses the locks it had not received yet", n.Replicas)
+		n.add(levelOK, "role", "a master with %d replica(s)", n.Replicas)
 	case n.Role == "master":
 		n.add(levelOK, "role", "an independent master (no replicas)")
 	default:
@@ -388,19 +432,19 @@ func judge(rep *doctorReport, states []redlock.NodeState, now time.Time) {
 	verdict(rep)
 }
 
-// checkIndependence reports nodes that are the same Redis server (the same
-// run_id) under two URLs: that server would vote twice.
+// checkIndependence reports nodes that are, or share, the same Redis
+// server (the same run_id) under two URLs, a cluster's masters included:
+// that server would vote twice.
 func checkIndependence(rep *doctorReport) {
 	seen := map[string]int{}
 	for i := range rep.Nodes {
 		n := &rep.Nodes[i]
-		if n.RunID == "" {
-			continue
-		}
-		if j, dup := seen[n.RunID]; dup {
-			n.add(levelError, "independence", "the same Redis server as %s (run_id %s): it would vote twice", rep.Nodes[j].Node, n.RunID)
-		} else {
-			seen[n.RunID] = i
+		for _, id := range runIDs(n) {
+			if j, dup := seen[id]; dup && j != i {
+				n.add(levelError, "independence", "the same Redis server as %s (run_id %s): it would vote twice", rep.Nodes[j].Node, id)
+				break
+			}
+			seen[id] = i
 		}
 	}
 }
@@ -462,6 +506,12 @@ func printDoctor(w io.Writer, rep *doctorReport) {
 		fmt.Fprintf(w, "\n%s  %s\n", n.Node, n.URL)
 		for _, f := range n.Findings {
 			fmt.Fprintf(w, "  %-5s  %-12s %s\n", strings.ToUpper(f.Level), f.Check, f.Message)
+		}
+		for _, m := range n.Masters {
+			fmt.Fprintf(w, "  %s\n", masterText(m))
+			for _, f := range m.Findings {
+				fmt.Fprintf(w, "    %-5s  %-12s %s\n", strings.ToUpper(f.Level), f.Check, f.Message)
+			}
 		}
 	}
 	fmt.Fprintf(w, "\nverdict: %s\n", rep.Summary)

@@ -36,7 +36,7 @@ func TestDoctorHealthy(t *testing.T) {
 }
 
 // An allkeys-* eviction policy is an error, a replica is an error, a master
-// with replicas is a warning, and a server named twice is an error.
+// with replicas is listed with them, and a server named twice is an error.
 func TestDoctorFlagsProblems(t *testing.T) {
 	t.Parallel()
 	evicting := redistest.Start(t, redistest.Config{Args: []string{"--maxmemory-policy", "allkeys-lru"}})
@@ -55,7 +55,7 @@ func TestDoctorFlagsProblems(t *testing.T) {
 	r := run(t, "doctor", nodesFlag(evicting, master, replica, ok[0], ok[1]))
 	expect(t, r, exitFailure,
 		"ERROR  eviction", "maxmemory-policy allkeys-lru can evict lock keys",
-		"ERROR  role", "a replica of "+master.Addr(), "READONLY", "WARN   role", "a master with 1 replica",
+		"ERROR  role", "a replica of "+master.Addr(), "READONLY", "OK     role         a master with 1 replica", "INFO   replicas",
 		"USABLE WITH WARNINGS")
 
 	var rep doctorReport
@@ -77,7 +77,7 @@ func TestDoctorFlagsProblems(t *testing.T) {
 		t.Fatalf("verdict %q, want degraded:\n%s", rep.Verdict, r.stdout)
 	case levels(rep.Nodes[0], "eviction") != levelError || rep.Nodes[0].Healthy:
 		t.Fatalf("the allkeys-lru node is not flagged as an error:\n%s", r.stdout)
-	case levels(rep.Nodes[1], "role") != levelWarn || rep.Nodes[1].Replicas != 1:
+	case levels(rep.Nodes[1], "replicas") != levelInfo || rep.Nodes[1].Replicas != 1 || len(rep.Nodes[1].ReplicaList) != 1:
 		t.Fatalf("the master with a replica is not flagged:\n%s", r.stdout)
 	case levels(rep.Nodes[2], "role") != levelError || rep.Nodes[2].Role != "slave" || rep.Nodes[2].Healthy:
 		t.Fatalf("the replica is not flagged:\n%s", r.stdout)

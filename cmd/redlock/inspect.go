@@ -66,7 +66,9 @@ Exit status:
   77      so many nodes refused the credentials or denied the read (NOAUTH,
           WRONGPASS, NOPERM) that too few answered
   78      so many nodes refused otherwise (KEY holding another type of
-          value: WRONGTYPE; TLS; ...) that too few answered`,
+          value: WRONGTYPE; a TLS certificate that fails verification,
+          or a client certificate missing or refused; ...) that too few
+          answered`,
 		Example: `  redlock ` + name + ` nightly-report
   redlock ` + name + ` --nodes redis://a:6379,redis://b:6379,redis://c:6379 deploy
   redlock ` + name + ` --json deploy | jq -r '.state, .owner'`,

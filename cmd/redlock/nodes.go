@@ -31,6 +31,8 @@ type nodeFlags struct {
 	nodes        []string
 	quarantine   time.Duration
 	noQuarantine bool
+	tls          tlsFlags
+	stderr       io.Writer // for the warning of --insecure
 }
 
 // given reports whether the nodes were named, by --nodes or REDLOCK_NODES.
@@ -91,7 +93,11 @@ func (f *nodeFlags) connectWith(set func(*redlock.Options)) (*nodeSet, *redlock.
 	if err != nil {
 		return nil, nil, err
 	}
-	ns, err := openNodes(urls)
+	ts, err := f.tls.resolve(urls, f.stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	ns, err := openNodes(urls, ts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -142,6 +148,7 @@ func (f *reportFlags) write(w io.Writer, rep any, print func()) error {
 // its go-redis client for the commands that status and doctor send beside
 // the lock scripts.
 type nodeSet struct {
+	tls   *tlsSetup
 	urls  []string // as given; they may hold passwords: never print them
 	names []string // the lock nodes' names, "ADDR/DB": safe to print
 	nodes []*goredisnode.Node
@@ -149,13 +156,13 @@ type nodeSet struct {
 	locks []*redlock.Client // made by client; closed before the nodes
 }
 
-// openNodes makes a lock node for each URL. Nothing is connected yet. A
-// URL that does not parse is a usage error whose text contains no user
-// information.
-func openNodes(urls []string) (*nodeSet, error) {
-	s := &nodeSet{}
+// openNodes makes a lock node for each URL, with the TLS set-up ts for
+// rediss:// URLs. Nothing is connected yet. A URL that does not parse is
+// a usage error whose text contains no user information.
+func openNodes(urls []string, ts *tlsSetup) (*nodeSet, error) {
+	s := &nodeSet{tls: ts}
 	for _, u := range urls {
-		n, err := dialNode(u)
+		n, err := dialNode(u, ts.dialOptions(u)...)
 		if err != nil {
 			s.close()
 			return nil, err
@@ -178,15 +185,16 @@ func openNodes(urls []string) (*nodeSet, error) {
 // and remembers the URL's password so that it is never printed. A URL
 // that does not parse is a usage error whose text contains no user
 // information.
-func dialNode(raw string) (*goredisnode.Node, error) {
+func dialNode(raw string, opts ...goredisnode.DialOption) (*goredisnode.Node, error) {
 	if u, err := url.Parse(raw); err == nil && u.User != nil {
 		if p, ok := u.User.Password(); ok {
 			addSecret(p)
 		}
 	}
-	n, err := goredisnode.Dial(raw)
+	n, err := goredisnode.Dial(raw, opts...)
 	if err != nil {
-		return nil, usagef("%v", strings.TrimPrefix(err.Error(), "goredisnode: "))
+		msg := strings.TrimPrefix(err.Error(), "goredisnode: ")
+		return nil, usagef("%v", strings.TrimPrefix(msg, "tlsfiles: "))
 	}
 	return n, nil
 }

@@ -61,7 +61,7 @@ func refusalHint(err error) string {
 	case "READONLY":
 		return "the node is a read-only replica: give redlock independent masters"
 	case "MOVED", "ASK", "CROSSSLOT":
-		return "the node is part of a Redis Cluster: give redlock independent masters, each under its own URL"
+		return "the node is part of a Redis Cluster: name the whole cluster as one node, with redis://HOST:PORT?cluster=true (or ?addr=HOST2:PORT2&addr=... for more of its nodes)"
 	case "OOM":
 		return "the node is full (used memory above maxmemory, policy noeviction) and refuses new keys: raise maxmemory or free memory; locks already held can still be released"
 	case "MISCONF":
@@ -71,7 +71,7 @@ func refusalHint(err error) string {
 			return "the node does not know a command the lock client needs (renamed or disabled EVAL/EVALSHA, or not Redis)"
 		}
 	case "TLS":
-		return "TLS failed: check the node's certificate, the CA given in the URL and the host name, and that the node speaks TLS (rediss://) or not (redis://)"
+		return tlsHint(err)
 	}
 	return ""
 }

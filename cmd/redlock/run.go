@@ -77,7 +77,9 @@ Exit status:
   78              nodes refused the lock for good otherwise: a replica
                   (READONLY), a cluster node (MOVED, ASK, CROSSSLOT), KEY
                   holding another type of value (WRONGTYPE), a full node
-                  (OOM), a node that cannot save (MISCONF), a TLS failure
+                  (OOM), a node that cannot save (MISCONF), TLS that cannot
+                  work (a certificate that fails verification, a client
+                  certificate missing or refused: see TLS in 'redlock --help')
   126, 127        COMMAND could not be run, or was not found
   128+N           interrupted by signal N while waiting for the lock`,
 		Example: `  # Run a job on one machine at a time; wait as long as it takes.
