@@ -16,8 +16,11 @@ const (
 	// Overlap: two acquisitions of one key, with different tokens, whose
 	// holding intervals overlap. An acquisition holds from its Return to
 	// the end of validity it claims (moved by each successful extension
-	// from that extension's return on), cut short by the call of Release
-	// or by an extension that reported the lock lost.
+	// from that extension's return on), cut short by the call of Release,
+	// by an extension that reported the lock lost, or by the call of an
+	// operator's removal that deleted its key and was confirmed by a
+	// quorum (see Removal): from then on the operator has taken the lock
+	// away, and exclusion against the removed holder rests on the fence.
 	Overlap Kind = "overlap"
 	// Quorum: a sample of a held lock, taken within its claimed validity,
 	// found more than N−quorum nodes that answered and do not hold the
@@ -28,6 +31,15 @@ const (
 	// Fence: an acquisition whose fence is not greater than the fence of
 	// every acquisition of the same key that returned before it.
 	Fence Kind = "fence"
+	// Stale: a write to the fenced resource, accepted from an acquisition
+	// that an operator removed, made after the removal and after an
+	// acquisition of the same key that returned since the removal had
+	// written (accepted or not). The resource had seen the newer holder's
+	// fence, so it accepted the removed holder's only because that fence
+	// was not below the newer one. A removed holder's writes before any
+	// newer holder wrote are not judged: the resource knows of no newer
+	// fence yet. RemovedWrites counts the removed holders' writes.
+	Stale Kind = "stale"
 	// Leftover: after a call returned, a node still held the token of one
 	// of its failed rounds. Not counted are late grants (see LateGrants)
 	// and nodes that could otherwise have received a command after its
@@ -40,7 +52,7 @@ const (
 )
 
 // Kinds lists every kind of violation, in the order reports use.
-var Kinds = []Kind{Overlap, Quorum, Fence, Leftover, Quiescence}
+var Kinds = []Kind{Overlap, Quorum, Fence, Stale, Leftover, Quiescence}
 
 // A Violation is one breach of a property that Check found in a history.
 type Violation struct {
@@ -62,6 +74,7 @@ func Check(h *History) []Violation {
 	vs = append(vs, checkOverlap(h)...)
 	vs = append(vs, checkQuorum(h)...)
 	vs = append(vs, checkFences(h)...)
+	vs = append(vs, checkStale(h)...)
 	vs = append(vs, checkLeftovers(h)...)
 	vs = append(vs, checkFinal(h)...)
 	return vs
@@ -83,17 +96,52 @@ type segment struct {
 	from, to Mono
 }
 
+// A holderRef names an acquisition by its key and its ID (Op.Holder).
+type holderRef struct{ key, id string }
+
+// removals maps every acquisition that an operator's confirmed removal
+// deleted to the call of the first such removal.
+type removals map[holderRef]Mono
+
+func removedAt(h *History) removals {
+	rm := make(removals)
+	for _, r := range h.Removals {
+		if !r.OK {
+			continue
+		}
+		for _, id := range r.Holders {
+			ref := holderRef{r.Key, id}
+			if at, ok := rm[ref]; !ok || r.Call < at {
+				rm[ref] = r.Call
+			}
+		}
+	}
+	return rm
+}
+
+// forever is a moment after every other.
+const forever = Mono(1<<63 - 1)
+
+// cut returns when an operator removed op, or forever if none did.
+func (rm removals) cut(op *Op) Mono {
+	if at, ok := rm[holderRef{op.Key, op.Holder}]; ok && op.Holder != "" {
+		return at
+	}
+	return forever
+}
+
 // held returns the stretches during which op claims to hold its lock: from
 // its return to its claimed end, then from each successful extension's
 // return to the end that extension claims; all of it cut at the call of
-// Release and at an extension that found the lock lost.
-func held(op *Op) []segment {
+// Release, at an extension that found the lock lost, and at cut, when an
+// operator removed the lock.
+func held(op *Op, cut Mono) []segment {
 	if !op.OK {
 		return nil
 	}
-	end := Mono(1<<63 - 1)
+	end := cut
 	if op.Release != nil {
-		end = op.Release.Call
+		end = min(end, op.Release.Call)
 	}
 	var segs []segment
 	from, until := op.Return, op.Until
@@ -120,9 +168,9 @@ func held(op *Op) []segment {
 
 // claimAt returns the end of validity op claims at moment t, and false if
 // at t it does not claim to hold the lock at all (not yet returned,
-// released, or seen lost).
-func claimAt(op *Op, t Mono) (Mono, bool) {
-	for _, s := range held(op) {
+// released, seen lost or removed by an operator at cut).
+func claimAt(op *Op, t, cut Mono) (Mono, bool) {
+	for _, s := range held(op, cut) {
 		if s.from <= t && t < s.to {
 			until := op.Until
 			for _, e := range op.Extends {
@@ -149,10 +197,11 @@ func byKey(h *History) map[string][]*Op {
 
 func checkOverlap(h *History) []Violation {
 	var vs []Violation
+	rm := removedAt(h)
 	for key, ops := range byKey(h) {
 		var segs []segment
 		for _, op := range ops {
-			segs = append(segs, held(op)...)
+			segs = append(segs, held(op, rm.cut(op))...)
 		}
 		slices.SortFunc(segs, func(a, b segment) int { return cmp.Compare(a.from, b.from) })
 		// A sweep: active holds the segments that have begun and not
@@ -176,10 +225,11 @@ func checkOverlap(h *History) []Violation {
 
 func checkQuorum(h *History) []Violation {
 	var vs []Violation
+	rm := removedAt(h)
 	for _, op := range h.Ops {
 		for _, p := range op.Probes {
 			at := p.At()
-			claim, holding := claimAt(op, at)
+			claim, holding := claimAt(op, at, rm.cut(op))
 			if !holding || claim <= at {
 				continue
 			}
@@ -205,10 +255,11 @@ func checkQuorum(h *History) []Violation {
 	return sortViolations(vs)
 }
 
-// crashed reports whether node was killed or restarted between from and to.
+// crashed reports whether node was killed, restarted or failed over (its
+// replica promoted) between from and to.
 func crashed(h *History, node int, from, to Mono) bool {
 	for _, f := range h.Faults {
-		if f.Node == node && (f.Kind == FaultKill || f.Kind == FaultRestart) && from <= f.At && f.At <= to {
+		if f.Node == node && (f.Kind == FaultKill || f.Kind == FaultRestart || f.Kind == FaultPromote) && from <= f.At && f.At <= to {
 			return true
 		}
 	}
@@ -271,6 +322,61 @@ func exempt(h *History, node int, client string, from, to Mono) bool {
 		}
 	}
 	return paused
+}
+
+func checkStale(h *History) []Violation {
+	rm := removedAt(h)
+	if len(rm) == 0 {
+		return nil
+	}
+	ops := make(map[int]*Op, len(h.Ops))
+	for _, op := range h.Ops {
+		ops[op.ID] = op
+	}
+	writes := slices.Clone(h.Writes)
+	slices.SortStableFunc(writes, func(a, b Write) int { return cmp.Compare(a.At, b.At) })
+	var vs []Violation
+	for i, w := range writes {
+		op := ops[w.Op]
+		if op == nil || !w.Accepted {
+			continue
+		}
+		cut := rm.cut(op)
+		if w.At < cut {
+			continue
+		}
+		for _, e := range writes[:i] {
+			n := ops[e.Op]
+			if n == nil || n.Key != op.Key || n.ID == op.ID || n.Return < cut {
+				continue
+			}
+			vs = append(vs, Violation{Kind: Stale, Key: op.Key, Ops: []int{op.ID, n.ID}, At: w.At,
+				Detail: fmt.Sprintf("%s's write with fence %d was accepted at %v, although an operator removed its lock at %v and %s, which got the lock since, wrote with fence %d at %v",
+					op.Client, w.Fence, w.At, cut, n.Client, e.Fence, e.At)})
+			break
+		}
+	}
+	return sortViolations(vs)
+}
+
+// RemovedWrites counts the writes to the fenced resource that holders made
+// after an operator had removed their lock, and how many of them the
+// resource rejected.
+func RemovedWrites(h *History) (made, rejected int) {
+	rm := removedAt(h)
+	ops := make(map[int]*Op, len(h.Ops))
+	for _, op := range h.Ops {
+		ops[op.ID] = op
+	}
+	for _, w := range h.Writes {
+		if op := ops[w.Op]; op != nil && w.At >= rm.cut(op) {
+			made++
+			if !w.Accepted {
+				rejected++
+			}
+		}
+	}
+	return made, rejected
 }
 
 func checkLeftovers(h *History) []Violation {

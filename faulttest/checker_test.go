@@ -143,6 +143,13 @@ func TestCheckerPasses(t *testing.T) {
 			return h
 		}()},
 		{"a late grant behind a request that timed out", lateGrant()},
+		{"an operator removed the lock before the next holder returned", removedHolder(true, 60, true, false)},
+		{"a removed holder's writes before any newer holder wrote", func() *History {
+			h := removedHolder(true, 60, true, false)
+			h.Writes = []Write{{At: ms(11), Op: 1, Fence: 5, Accepted: true}, {At: ms(55), Op: 1, Fence: 5, Accepted: true}}
+			return h
+		}()},
+		{"a removed holder's writes after the newer holder's, rejected", removedHolder(true, 60, true, true)},
 		{"nothing left at the end", func() *History {
 			h := history(3)
 			h.Final = []Sample{sample(empty(0, 900), empty(1, 900), unreached(2, 900))}
@@ -156,6 +163,32 @@ func TestCheckerPasses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// removedHolder returns a history in which a holds the lock until 100 and
+// an operator removes it at 50 (confirmed if ok); b obtains the lock at
+// ret, with a fence above a's if rising. If writes, a writes before the
+// removal, b after it, and a twice after b.
+func removedHolder(ok bool, ret int, rising, writes bool) *History {
+	a := holder(1, "a", "t1", 10, 100, 5)
+	a.Holder = "id-a"
+	fence := int64(4)
+	if rising {
+		fence = 6
+	}
+	b := holder(2, "b", "t2", ret, ret+100, fence)
+	b.Holder = "id-b"
+	h := history(3, a, b)
+	h.Removals = []Removal{{Key: "k", By: "operator", How: ByForceRelease, Call: ms(50), Return: ms(52), OK: ok, Holders: []string{"id-a"}}}
+	if writes {
+		h.Writes = []Write{
+			{At: ms(11), Op: 1, Fence: 5, Accepted: true},
+			{At: ms(ret + 1), Op: 2, Fence: fence, Accepted: rising},
+			{At: ms(ret + 2), Op: 1, Fence: 5, Accepted: !rising},
+			{At: ms(ret + 3), Op: 1, Fence: 5, Accepted: !rising},
+		}
+	}
+	return h
 }
 
 // lateGrant returns a failed call whose grant on node 1 timed out and was
@@ -268,6 +301,14 @@ func TestCheckerFinds(t *testing.T) {
 			h.Faults = []Fault{{At: ms(5), Kind: FaultDropReply, Node: 0, Client: "a"}, {At: ms(15), Kind: FaultLatency, Node: 0, Client: "b"}}
 			return h
 		}(), map[Kind]int{Leftover: 1}},
+		{"a removal that no quorum confirmed removes no one", removedHolder(false, 60, true, false), map[Kind]int{Overlap: 1}},
+		{"a holder that returned before the removal", removedHolder(true, 40, true, false), map[Kind]int{Overlap: 1}},
+		{"a removal of another acquisition", func() *History {
+			h := removedHolder(true, 60, true, false)
+			h.Removals[0].Holders = []string{"id-x"}
+			return h
+		}(), map[Kind]int{Overlap: 1}},
+		{"a removed holder's fence above the next", removedHolder(true, 60, false, true), map[Kind]int{Fence: 1, Stale: 2}},
 		{"a key left at the end", func() *History {
 			h := history(3)
 			h.Final = []Sample{sample(empty(0, 900), holding(1, 900, "t1", 1000), empty(2, 900))}
@@ -289,6 +330,20 @@ func TestCheckerFinds(t *testing.T) {
 	}
 }
 
+func TestRemovedWrites(t *testing.T) {
+	for _, c := range []struct {
+		rising         bool
+		made, rejected int
+	}{{true, 2, 2}, {false, 2, 0}} {
+		if made, rejected := RemovedWrites(removedHolder(true, 60, c.rising, true)); made != c.made || rejected != c.rejected {
+			t.Errorf("fences rising %v: RemovedWrites = %d, %d, want %d, %d", c.rising, made, rejected, c.made, c.rejected)
+		}
+	}
+	if made, _ := RemovedWrites(removedHolder(false, 60, true, true)); made != 0 {
+		t.Errorf("RemovedWrites counts %d writes after a removal that was not confirmed", made)
+	}
+}
+
 // TestHistoryRoundTrip: a history saved as JSON and loaded again gives the
 // same verdict.
 func TestHistoryRoundTrip(t *testing.T) {
@@ -297,6 +352,13 @@ func TestHistoryRoundTrip(t *testing.T) {
 	a.Extends = []Extend{{Start: ms(50), Return: ms(51), OK: true, Until: ms(120)}}
 	h := history(3, a, holder(2, "b", "t2", 110, 200, 4))
 	h.Faults = []Fault{{At: ms(3), Kind: FaultPause, Node: 1, Detail: "SIGSTOP"}}
+	r := removedHolder(true, 60, false, true)
+	r.Ops[0].ID, r.Ops[1].ID, r.Ops[0].Key, r.Ops[1].Key = 3, 4, "r", "r"
+	for i := range r.Writes {
+		r.Writes[i].Op += 2
+	}
+	r.Removals[0].Key = "r"
+	h.Ops, h.Removals, h.Writes = append(h.Ops, r.Ops...), r.Removals, r.Writes
 	path := filepath.Join(t.TempDir(), "h.json")
 	if err := h.Save(path); err != nil {
 		t.Fatal(err)
@@ -305,7 +367,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want, got := Check(h), Check(h2); !reflect.DeepEqual(want, got) || len(want) != 3 {
+	if want, got := Check(h), Check(h2); !reflect.DeepEqual(want, got) || len(want) != 6 {
 		t.Fatalf("before saving: %v\nafter loading: %v", want, got)
 	}
 }

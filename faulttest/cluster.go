@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,22 +16,35 @@ import (
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/goredisnode"
 	"github.com/quorumlock/redlock/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
-// A Cluster is N independent redis-server processes, the clients that
-// lock on them through per-(client, node) links, and the History of what
-// happens. Its methods inject the process faults and record them; a
-// Client's methods inject the link faults.
+// A Cluster is N independent nodes, the clients that lock on them through
+// per-(client, node) links, and the History of what happens. A node is one
+// redis-server process, or a master with a replica (Config.Replicated), or
+// a Redis Cluster (Config.ClusterMasters). Its methods inject the process
+// faults and record them; a Client's methods inject the link faults.
 //
 // A Cluster belongs to one test and is closed when the test ends.
 type Cluster struct {
 	t          testing.TB
 	H          *History
-	servers    []*redistest.Server
+	n          int
 	persistent bool
 	clocks     []*NodeClock // nil unless Config.ClockShim
 
-	mu      sync.Mutex
+	// Replicated only: node i's replica, until Failover promotes it, and
+	// the proxy that carries its replication stream.
+	replicas  []*redistest.Server
+	replLinks []*redistest.Proxy
+	// ClusterMasters only: node i's Redis Cluster.
+	clusters []*redistest.Cluster
+
+	mu sync.Mutex
+	// servers holds node i's server: its process, or its master; nil for
+	// a Redis Cluster. Failover changes it.
+	servers []*redistest.Server
+	admin   map[string]*redis.Client // ClusterMasters only: the test's connections to the masters, by address
 	paused  []bool
 	down    []bool
 	clients []*Client
@@ -51,6 +65,20 @@ type Config struct {
 	// Persistence makes every node keep an append-only file synced on
 	// every write, so that its keys survive Kill and Restart.
 	Persistence bool
+	// Replicated makes every node a master with a replica, which
+	// replicates through a redistest.Proxy (see CutReplication) and which
+	// Failover promotes. Clients reach the node's master through their
+	// links, and after a failover the promoted replica through the same
+	// links. Not with ClockShim.
+	Replicated bool
+	// ClusterMasters, when not 0, makes every node a Redis Cluster of that
+	// many masters (redistest.Cluster). Clients reach a cluster with
+	// go-redis's cluster client, which follows the cluster's redirections
+	// to the masters' own addresses: there are no links, so no link
+	// faults. Node faults are made on the masters (KillMaster,
+	// RestartMaster, BeginMove). Not with ClockShim, Persistence or
+	// Replicated.
+	ClusterMasters int
 }
 
 // NewCluster starts cfg.N servers and fails t if it cannot.
@@ -59,6 +87,7 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 	c := &Cluster{
 		t:      t,
 		H:      NewHistory(cfg.Scenario, cfg.N),
+		n:      cfg.N,
 		paused: make([]bool, cfg.N),
 		down:   make([]bool, cfg.N),
 		keys:   make(map[string]bool),
@@ -66,9 +95,21 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 		slowest:    1,
 		persistent: cfg.Persistence,
 	}
-	if !cfg.ClockShim {
+	switch {
+	case cfg.ClusterMasters > 0:
+		if cfg.ClockShim || cfg.Persistence || cfg.Replicated {
+			t.Fatal("faulttest: Redis Cluster nodes without the clock shim, persistence or replicas")
+		}
+		c.startClusters(cfg.ClusterMasters)
+	case cfg.Replicated:
+		if cfg.ClockShim {
+			t.Fatal("faulttest: replicated nodes without the clock shim")
+		}
 		c.servers = redistest.StartN(t, cfg.N, redistest.Config{Persistence: cfg.Persistence})
-	} else {
+		c.startReplicas(cfg.Persistence)
+	case !cfg.ClockShim:
+		c.servers = redistest.StartN(t, cfg.N, redistest.Config{Persistence: cfg.Persistence})
+	default:
 		shim, err := BuildClockShim()
 		if err != nil {
 			t.Fatal(err)
@@ -83,7 +124,7 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 		}
 	}
 	t.Cleanup(c.close)
-	for i := range c.servers {
+	for i := range c.n {
 		c.loadScripts(i)
 	}
 	c.started = time.Now()
@@ -95,28 +136,62 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 // uptime_in_seconds (whole seconds) when a node is first asked. Clients
 // with restart quarantine then let the nodes vote for locks with TTLs up
 // to d. It must be called before any client is made.
+//
+// The masters of Redis Cluster nodes are asked for their uptime instead,
+// since forming the clusters takes a while after their processes started:
+// Aged waits until each reports more whole seconds than d has, so that
+// the marker, which takes a second less, finds it at least d old.
 func (c *Cluster) Aged(d time.Duration) {
 	secs := time.Duration(math.Ceil(d.Seconds())) * time.Second
+	if c.clusters != nil {
+		c.awaitUptime(secs + time.Second)
+		return
+	}
 	time.Sleep(time.Until(c.started.Add(secs + 20*time.Millisecond)))
 }
 
-// loadScripts loads the lock scripts into node i's script cache, as they
-// would be on a node in service, so that the first rounds of a scenario do
-// not pay for the NOSCRIPT fallback against tight node timeouts.
+// loadScripts loads the lock scripts into the script cache of node i's
+// processes (its replica's and its cluster's masters' too), as they would
+// be on a node in service, so that the first rounds of a scenario do not
+// pay for the NOSCRIPT fallback against tight node timeouts.
 func (c *Cluster) loadScripts(i int) {
 	c.t.Helper()
+	for _, s := range c.processes(i) {
+		c.loadScriptsOn(i, s)
+	}
+}
+
+func (c *Cluster) loadScriptsOn(i int, srv *redistest.Server) {
+	c.t.Helper()
 	for _, s := range redlock.Scripts() {
-		if _, err := c.servers[i].Do("SCRIPT", "LOAD", s.Source()); err != nil {
-			c.t.Fatalf("faulttest: loading the %s script on node %d: %v", s.Name(), i, err)
+		if _, err := srv.Do("SCRIPT", "LOAD", s.Source()); err != nil {
+			c.t.Fatalf("faulttest: loading the %s script on node %d (%s): %v", s.Name(), i, srv.Addr(), err)
 		}
 	}
 }
 
 // N returns the number of nodes.
-func (c *Cluster) N() int { return len(c.servers) }
+func (c *Cluster) N() int { return c.n }
 
-// Server returns node i's server, for administrative commands.
-func (c *Cluster) Server(i int) *redistest.Server { return c.servers[i] }
+// Server returns node i's server, for administrative commands: its
+// process, or its master (after Failover, the promoted replica); nil for a
+// Redis Cluster node.
+func (c *Cluster) Server(i int) *redistest.Server {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.servers[i]
+}
+
+// proc returns node i's server for a process fault, and fails the test
+// for a Redis Cluster node, whose faults are made on its masters.
+func (c *Cluster) proc(i int) *redistest.Server {
+	c.t.Helper()
+	s := c.Server(i)
+	if s == nil {
+		c.t.Fatalf("faulttest: node %d is a Redis Cluster: fault its masters (KillMaster, RestartMaster)", i)
+	}
+	return s
+}
 
 // Clients returns the clients made so far.
 func (c *Cluster) Clients() []*Client {
@@ -129,10 +204,15 @@ func (c *Cluster) close() {
 	for _, cl := range c.Clients() {
 		cl.close()
 	}
-	for i, s := range c.servers {
+	for i := range c.n {
 		if c.isPaused(i) {
-			s.Resume()
+			c.Server(i).Resume()
 		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range c.admin {
+		a.Close()
 	}
 }
 
@@ -146,7 +226,7 @@ func (c *Cluster) fatal(err error) {
 // Kill kills node i with SIGKILL.
 func (c *Cluster) Kill(i int) {
 	c.t.Helper()
-	c.fatal(c.servers[i].Kill())
+	c.fatal(c.proc(i).Kill())
 	c.mu.Lock()
 	c.down[i], c.paused[i] = true, false
 	c.mu.Unlock()
@@ -166,7 +246,7 @@ func (c *Cluster) restart(i int) {
 	if c.isPaused(i) {
 		c.Resume(i)
 	}
-	c.fatal(c.servers[i].Restart())
+	c.fatal(c.proc(i).Restart())
 	c.mu.Lock()
 	c.down[i] = false
 	c.mu.Unlock()
@@ -177,7 +257,7 @@ func (c *Cluster) restart(i int) {
 // Pause stops node i with SIGSTOP.
 func (c *Cluster) Pause(i int) {
 	c.t.Helper()
-	c.fatal(c.servers[i].Pause())
+	c.fatal(c.proc(i).Pause())
 	c.mu.Lock()
 	c.paused[i] = true
 	c.mu.Unlock()
@@ -187,7 +267,7 @@ func (c *Cluster) Pause(i int) {
 // Resume lets a paused node i run again with SIGCONT.
 func (c *Cluster) Resume(i int) {
 	c.t.Helper()
-	c.fatal(c.servers[i].Resume())
+	c.fatal(c.proc(i).Resume())
 	c.mu.Lock()
 	c.paused[i] = false
 	ttl := c.maxTTL
@@ -266,7 +346,7 @@ func (c *Cluster) awaitClock(i int) {
 // NodeClockOffset returns node i's wall clock (TIME) minus this process's.
 func (c *Cluster) NodeClockOffset(i int) (time.Duration, error) {
 	before := time.Now()
-	v, err := c.servers[i].Do("TIME")
+	v, err := c.proc(i).Do("TIME")
 	after := time.Now()
 	if err != nil {
 		return 0, err
@@ -303,7 +383,7 @@ return {v, redis.call('PEXPIRETIME', KEYS[1]), tonumber(t[1]), tonumber(t[2])}`
 func (c *Cluster) Sample(key string) Sample {
 	s := Sample{Key: key, Nodes: make([]NodeSample, c.N())}
 	var wg sync.WaitGroup
-	for i := range c.servers {
+	for i := range c.n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -315,9 +395,12 @@ func (c *Cluster) Sample(key string) Sample {
 }
 
 func (c *Cluster) sampleNode(i int, key string) NodeSample {
+	if c.clusters != nil {
+		return c.sampleCluster(i, key)
+	}
 	ns := NodeSample{Node: i}
 	c.mu.Lock()
-	paused, down := c.paused[i], c.down[i]
+	srv, paused, down := c.servers[i], c.paused[i], c.down[i]
 	c.mu.Unlock()
 	switch {
 	case paused:
@@ -329,16 +412,23 @@ func (c *Cluster) sampleNode(i int, key string) NodeSample {
 		ns.At = c.H.Now()
 		return ns
 	}
-	v, err := c.servers[i].Do("EVAL", probeScript, "1", key)
+	v, err := srv.Do("EVAL", probeScript, "1", key)
 	ns.At = c.H.Now()
+	readProbe(&ns, v, err)
+	return ns
+}
+
+// readProbe fills ns from the reply of probeScript, whose answer arrived
+// at ns.At.
+func readProbe(ns *NodeSample, v any, err error) {
 	if err != nil {
 		ns.Err = err.Error()
-		return ns
+		return
 	}
 	a, ok := v.([]any)
 	if !ok || len(a) != 4 {
 		ns.Err = fmt.Sprintf("probe answered %#v", v)
-		return ns
+		return
 	}
 	ns.Reached = true
 	ns.Value, _ = a[0].(string)
@@ -346,7 +436,6 @@ func (c *Cluster) sampleNode(i int, key string) NodeSample {
 		nodeNowUs := atoi(a[2])*1_000_000 + atoi(a[3])
 		ns.Expires = ns.At + Mono(time.Duration(pexp*1000-nodeNowUs)*time.Microsecond)
 	}
-	return ns
 }
 
 // noteLock remembers a key, and that a lock key may live until ttl from
@@ -375,7 +464,7 @@ func (c *Cluster) Quiesce() {
 	for _, cl := range c.Clients() {
 		latency = max(latency, cl.heal())
 	}
-	for i := range c.servers {
+	for i := range c.n {
 		if c.isPaused(i) {
 			c.Resume(i)
 		}
@@ -404,7 +493,8 @@ func (c *Cluster) AwaitExpiry(latency time.Duration) {
 // A Client is one lock client of a scenario: a redlock.Client whose node
 // for node i is a go-redis connection through the client's own Link to a
 // RESP proxy (redistest.Proxy) in front of the server. The Link carries
-// the TCP faults, the proxy the loss of exactly chosen replies.
+// the TCP faults, the proxy the loss of exactly chosen replies. For a
+// Redis Cluster node it is a go-redis cluster client, without a link.
 //
 // A Client records every acquisition it makes in the cluster's history,
 // and what became of the lock: the extensions made with Held.Extend and
@@ -420,13 +510,18 @@ type Client struct {
 	// SAFETY.md. 1 is a perfect clock.
 	Rate float64
 
-	links []*Link
-	resp  []*redistest.Proxy
+	links []*Link // none for Redis Cluster nodes
 	nodes []*tapNode
 
 	call sync.Mutex // one acquisition call at a time
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// resp holds the RESP proxy each link leads to; spare, for replicated
+	// nodes, the proxy to the node's replica, which Failover puts in
+	// resp's place; retired, the proxies to masters that failed over.
+	resp    []*redistest.Proxy
+	spare   []*redistest.Proxy
+	retired []*redistest.Proxy
 	tokens  []string               // the rounds of the current call, in order
 	rounds  map[string]*roundTrace // by token
 	past    map[string]bool        // the tokens of earlier calls' rounds
@@ -444,14 +539,31 @@ func (c *Cluster) NewClient(name string, opts redlock.Options) *Client {
 	c.t.Helper()
 	cl := &Client{Name: name, c: c, Rate: 1, rounds: make(map[string]*roundTrace), past: make(map[string]bool), holding: make(map[string]*Held)}
 	nodes := make([]redlock.Node, c.N())
-	for i, s := range c.servers {
-		p, err := redistest.NewProxy(s)
-		c.fatal(err)
-		cl.resp = append(cl.resp, p)
-		l, err := NewLink(p.Addr())
-		c.fatal(err)
-		cl.links = append(cl.links, l)
-		n, err := goredisnode.Dial(l.URL())
+	for i := range c.n {
+		url := ""
+		if c.clusters != nil {
+			url = c.clusters[i].URL()
+		} else {
+			p, err := redistest.NewProxy(c.Server(i))
+			c.fatal(err)
+			cl.resp = append(cl.resp, p)
+			if c.replicas != nil {
+				c.mu.Lock()
+				r := c.replicas[i]
+				c.mu.Unlock()
+				var spare *redistest.Proxy
+				if r != nil {
+					spare, err = redistest.NewProxy(r)
+					c.fatal(err)
+				}
+				cl.spare = append(cl.spare, spare)
+			}
+			l, err := NewLink(p.Addr())
+			c.fatal(err)
+			cl.links = append(cl.links, l)
+			url = l.URL()
+		}
+		n, err := goredisnode.Dial(url)
 		c.fatal(err)
 		tn := &tapNode{Node: n, closer: n, cl: cl, i: i, name: fmt.Sprintf("node%d", i)}
 		cl.nodes = append(cl.nodes, tn)
@@ -478,9 +590,38 @@ func (cl *Client) close() {
 	for _, l := range cl.links {
 		l.Close()
 	}
-	for _, p := range cl.resp {
+	for _, p := range cl.proxies() {
 		p.Close()
 	}
+}
+
+// proxies returns every RESP proxy of the client.
+func (cl *Client) proxies() []*redistest.Proxy {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	var ps []*redistest.Proxy
+	for _, p := range slices.Concat(cl.resp, cl.spare, cl.retired) {
+		if p != nil {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// proxy returns the RESP proxy that the client's link to node i leads to.
+func (cl *Client) proxy(i int) *redistest.Proxy {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.resp[i]
+}
+
+// link returns the client's link to node i, and fails the test for a
+// Redis Cluster node, which the client reaches without links.
+func (cl *Client) link(i int) *Link {
+	if cl.links == nil {
+		cl.c.t.Fatalf("faulttest: %s reaches the Redis Cluster nodes without links: no link faults", cl.Name)
+	}
+	return cl.links[i]
 }
 
 // heal ends every link fault of the client and returns the largest
@@ -496,14 +637,14 @@ func (cl *Client) heal() time.Duration {
 			cl.Cut(false, i)
 		}
 		l.SetRefuse(false)
-		cl.resp[i].DropReplies(0, nil)
+		cl.proxy(i).DropReplies(0, nil)
 	}
 	return latency
 }
 
 // SetLatency sets the latency of the client's link to node i.
 func (cl *Client) SetLatency(i int, d time.Duration) {
-	cl.links[i].SetLatency(d)
+	cl.link(i).SetLatency(d)
 	cl.c.H.AddFault(FaultLatency, i, cl.Name, d.String())
 }
 
@@ -511,40 +652,41 @@ func (cl *Client) SetLatency(i int, d time.Duration) {
 // nodes, all of them when none is given: the client is cut off from them.
 func (cl *Client) Cut(on bool, nodes ...int) {
 	if len(nodes) == 0 {
-		for i := range cl.links {
+		for i := range cl.c.N() {
 			nodes = append(nodes, i)
 		}
 	}
 	for _, i := range nodes {
-		cl.links[i].SetBlackhole(on)
+		cl.link(i).SetBlackhole(on)
 		cl.c.H.AddFault(FaultBlackhole, i, cl.Name, map[bool]string{true: "on", false: "off"}[on])
 	}
 }
 
 // ResetConns resets every connection of the client to node i.
 func (cl *Client) ResetConns(i int) {
-	cl.links[i].Reset()
+	cl.link(i).Reset()
 	cl.c.H.AddFault(FaultReset, i, cl.Name, "RST on every connection")
 }
 
 // DropReplies makes the proxy in front of node i apply the next n of the
 // client's commands that run the named script and lose their replies.
 func (cl *Client) DropReplies(i, n int, script string) {
-	cl.resp[i].DropReplies(n, runs(script))
+	cl.link(i)
+	cl.proxy(i).DropReplies(n, runs(script))
 	cl.c.H.AddFault(FaultDropReply, i, cl.Name, fmt.Sprintf("next %d %s replies", n, script))
 }
 
 // Refuse makes the client's link to node i reset every new connection at
 // once while on.
 func (cl *Client) Refuse(i int, on bool) {
-	cl.links[i].SetRefuse(on)
+	cl.link(i).SetRefuse(on)
 	cl.c.H.AddFault(FaultReset, i, cl.Name, map[bool]string{true: "refusing connections", false: "accepting connections"}[on])
 }
 
 // Dropped returns how many replies the proxies of the client dropped.
 func (cl *Client) Dropped() int {
 	n := 0
-	for _, p := range cl.resp {
+	for _, p := range cl.proxies() {
 		n += p.Dropped()
 	}
 	return n
@@ -737,7 +879,7 @@ func (cl *Client) acquire(key string, ttl time.Duration, call func() (*redlock.L
 		}
 		return nil, err
 	}
-	op.OK, op.Token, op.Fence = true, l.Token(), l.Fence()
+	op.OK, op.Token, op.Holder, op.Fence = true, l.Token(), l.ID(), l.Fence()
 	op.RoundStart = rounds[l.Token()].first
 	op.Until = cl.claim(op.RoundStart, l.Until())
 	op.Probes = append(op.Probes, cl.c.Sample(key))

@@ -31,6 +31,16 @@
 // at another rate than real time (Client.Rate), which changes the end of
 // validity it claims.
 //
+// A node can also be a master with a replica (Config.Replicated): the
+// replication stream runs through a proxy that CutReplication cuts, and
+// Failover kills the master and promotes the replica, to which the
+// clients' links then lead. Or it can be a Redis Cluster
+// (Config.ClusterMasters), which clients reach without links: its
+// masters are killed and restarted (KillMaster, RestartMaster), and the
+// lock's slot moved between them (BeginMove, FinishMove). An operator can
+// remove a lock with Client.ForceRelease, or delete its key by hand
+// (Cluster.DeleteByHand).
+//
 // # Histories
 //
 // Every acquisition a Client makes is recorded on the monotonic clock of
@@ -42,6 +52,8 @@
 // connection (value and PEXPIRETIME, with the node's TIME in the same
 // script); after a failed call, the key is read again to find what its
 // rounds left behind; once a run is over and every fault healed, every
-// lock key is read a last time. Check finds five kinds of violation in
+// lock key is read a last time. An operator's removals are recorded with
+// the acquisitions they removed, and the writes to a fenced resource with
+// the acquisition that made them. Check finds six kinds of violation in
 // such a history; see Kind.
 package faulttest

@@ -34,20 +34,21 @@ func (m *Mono) UnmarshalJSON(b []byte) error {
 }
 
 // A History is everything one scenario run did and saw: each acquisition
-// with what became of it, the faults injected, the writes to a fenced
-// resource and the state of the nodes once the run was over. Check judges
-// it.
+// with what became of it, the faults injected, the locks an operator
+// removed, the writes to a fenced resource and the state of the nodes once
+// the run was over. Check judges it.
 //
 // The methods that record are safe for concurrent use; the exported fields
 // are read once recording is over.
 type History struct {
-	Scenario string   `json:"scenario"`
-	Nodes    int      `json:"nodes"`  // the number of nodes
-	Quorum   int      `json:"quorum"` // the number of nodes that must agree
-	Ops      []*Op    `json:"ops"`
-	Faults   []Fault  `json:"faults"`
-	Writes   []Write  `json:"writes,omitempty"`
-	Final    []Sample `json:"final,omitempty"` // every lock key on every node at quiescence
+	Scenario string    `json:"scenario"`
+	Nodes    int       `json:"nodes"`  // the number of nodes
+	Quorum   int       `json:"quorum"` // the number of nodes that must agree
+	Ops      []*Op     `json:"ops"`
+	Faults   []Fault   `json:"faults"`
+	Removals []Removal `json:"removals,omitempty"`
+	Writes   []Write   `json:"writes,omitempty"`
+	Final    []Sample  `json:"final,omitempty"` // every lock key on every node at quiescence
 
 	mu    sync.Mutex
 	epoch time.Time
@@ -89,6 +90,13 @@ func (h *History) AddFault(kind FaultKind, node int, client, detail string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.Faults = append(h.Faults, Fault{At: h.Now(), Kind: kind, Node: node, Client: client, Detail: detail})
+}
+
+// AddRemoval records an operator's removal of a lock.
+func (h *History) AddRemoval(r Removal) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Removals = append(h.Removals, r)
 }
 
 // AddWrite records a write to a fenced resource.
@@ -154,6 +162,7 @@ type Op struct {
 
 	// Success only.
 	Token      string `json:"token,omitempty"`
+	Holder     string `json:"holder,omitempty"` // the acquisition's ID (Lock.ID), by which Inspect and ForceRelease name it
 	Fence      int64  `json:"fence,omitempty"`
 	RoundStart Mono   `json:"round_start,omitempty"` // when the winning round sent its first request
 	// Until is the end of validity the client claims: Lock.Until, or for a
@@ -238,6 +247,12 @@ const (
 	FaultBlackhole FaultKind = "blackhole"  // the link's blackhole went on or off
 	FaultReset     FaultKind = "reset"      // the link reset its connections, or started or stopped refusing them
 	FaultDropReply FaultKind = "drop-reply" // the link's next replies to some command are to be lost
+
+	// The faults of nodes that are not single processes (see
+	// Config.Replicated and Config.ClusterMasters).
+	FaultReplication FaultKind = "replication" // the node's replication link was cut or restored
+	FaultPromote     FaultKind = "promote"     // the node's replica was promoted to master and serves the node from now on
+	FaultMove        FaultKind = "move"        // a move of a hash slot to another master of the node's cluster began or ended
 )
 
 // A Fault is a fault injected or healed at a moment.
@@ -247,6 +262,30 @@ type Fault struct {
 	Node   int       `json:"node"`             // -1 when it is no one node's
 	Client string    `json:"client,omitempty"` // a link fault's client
 	Detail string    `json:"detail,omitempty"`
+}
+
+// How an operator removed a lock (Removal.How).
+const (
+	ByForceRelease = "force-release" // Client.ForceRelease
+	ByDel          = "del"           // a DEL of the lock key on every node, by hand (Cluster.DeleteByHand)
+)
+
+// A Removal is an operator's removal of a lock on every node, whatever
+// token holds it. Check takes the removed acquisitions to hold their lock
+// no longer from the call on (see Overlap and Stale).
+type Removal struct {
+	Key    string `json:"key"`
+	By     string `json:"by"`  // the operator
+	How    string `json:"how"` // ByForceRelease or ByDel
+	Call   Mono   `json:"call"`
+	Return Mono   `json:"return"`
+	// OK: a quorum of nodes confirmed the deletion. A removal that was
+	// not confirmed may have left the lock on a quorum, and removes no one.
+	OK  bool   `json:"ok"`
+	Err string `json:"err,omitempty"`
+	// Holders lists the IDs (Lock.ID, Op.Holder) of the acquisitions whose
+	// key the removal deleted on some node.
+	Holders []string `json:"holders,omitempty"`
 }
 
 // A Write is one write to a fenced resource (see Resource).

@@ -30,13 +30,13 @@ const queueChunks = 1024
 //
 // A Link is safe for concurrent use.
 type Link struct {
-	target string
-	ln     net.Listener
-	wg     sync.WaitGroup
+	ln net.Listener
+	wg sync.WaitGroup
 
 	latency atomic.Int64 // a time.Duration
 
 	mu        sync.Mutex
+	target    string
 	conns     map[*linkConn]struct{}
 	blackhole bool
 	refuse    bool
@@ -117,6 +117,16 @@ func (l *Link) SetRefuse(on bool) {
 	l.mu.Unlock()
 }
 
+// Redirect makes the link connect its new connections to target, and
+// resets those it has, as a virtual address that moves to another server
+// would.
+func (l *Link) Redirect(target string) {
+	l.mu.Lock()
+	l.target = target
+	l.mu.Unlock()
+	l.Reset()
+}
+
 // Reset ends every open connection with a TCP reset, on the client's side
 // and on the node's. Bytes held back for latency are lost.
 func (l *Link) Reset() {
@@ -168,13 +178,13 @@ func (l *Link) serve() {
 func (l *Link) handle(client *net.TCPConn) {
 	defer l.wg.Done()
 	l.mu.Lock()
-	refuse, closed := l.refuse, l.closed
+	refuse, closed, target := l.refuse, l.closed, l.target
 	l.mu.Unlock()
 	if refuse || closed {
 		resetConn(client)
 		return
 	}
-	conn, err := net.DialTimeout("tcp", l.target, 5*time.Second)
+	conn, err := net.DialTimeout("tcp", target, 5*time.Second)
 	if err != nil {
 		resetConn(client)
 		return

@@ -55,7 +55,11 @@ type scenario struct {
 	canary  []Kind
 	shim    bool // run the nodes with the clock shim
 	persist bool // run the nodes with an fsync-always AOF
-	body    func(r *run)
+	// replicated makes every node a master with a replica; clusterMasters
+	// makes every node a Redis Cluster of that many masters.
+	replicated     bool
+	clusterMasters int
+	body           func(r *run)
 }
 
 // expected describes what the scenario expects, for the summary.
@@ -139,7 +143,8 @@ func TestScenarios(t *testing.T) {
 		sc := &scenarios[i]
 		t.Run(sc.name, func(t *testing.T) {
 			r := &run{T: t, sc: sc, start: time.Now()}
-			r.c = NewCluster(t, Config{Scenario: sc.name, N: sc.nodes, ClockShim: sc.shim, Persistence: sc.persist})
+			r.c = NewCluster(t, Config{Scenario: sc.name, N: sc.nodes, ClockShim: sc.shim, Persistence: sc.persist,
+				Replicated: sc.replicated, ClusterMasters: sc.clusterMasters})
 			r.res = NewResource(r.c.H)
 			r.Logf("N=%d, %d clients (%s profile), fault: %s; expected: %s", sc.nodes, sc.clients, pick("short", "long"), sc.fault, sc.expected())
 			defer r.finish()

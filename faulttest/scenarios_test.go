@@ -23,6 +23,11 @@ var scenarios = []scenario{
 	{name: "restart-with-quarantine", nodes: 3, clients: 2, fault: "as the canary, quarantine on", body: func(r *run) { restartUnderLock(r, true) }},
 	{name: "restart-after-full-hearing", nodes: 3, clients: 2, fault: "b has heard every node; then SIGKILL 2 of 3 under a's longer lock, restart empty; quarantine on", body: restartAfterFullHearing},
 	{name: "restart-persistent", nodes: 3, clients: 2, fault: "SIGKILL 2 of 3 under a held lock, restart at once from an fsync-always AOF; quarantine off", persist: true, body: restartPersistent},
+	{name: "failover-replicated", nodes: 3, clients: 3, replicated: true, fault: "3 master/replica pairs; replication streams of 2 cut; a locks on all 3 masters; those 2 masters SIGKILLed and their replicas promoted; 2 contenders keep trying; quarantine on", body: func(r *run) { failoverReplicated(r, true) }},
+	{name: "canary-failover-no-quarantine", nodes: 3, clients: 3, replicated: true, fault: "as failover-replicated, the contenders without quarantine", canary: []Kind{Overlap}, body: func(r *run) { failoverReplicated(r, false) }},
+	{name: "cluster-restart-with-quarantine", nodes: 3, clients: 3, clusterMasters: 3, fault: "3 Redis Clusters of 3 masters; a locks on all 3; the lock slot's master SIGKILLed and restarted empty in 2 clusters; 2 contenders keep trying; quarantine on", body: func(r *run) { clusterRestart(r, true) }},
+	{name: "canary-cluster-restart-no-quarantine", nodes: 3, clients: 3, clusterMasters: 3, fault: "as cluster-restart-with-quarantine, the contenders without quarantine", canary: []Kind{Overlap}, body: func(r *run) { clusterRestart(r, false) }},
+	{name: "cluster-reshard", nodes: 3, clients: 3, clusterMasters: 3, fault: "3 Redis Clusters of 3 masters; the lock's slot moves to the next master in all 3 at once, 100ms half-moved each time, under contention; quarantine on", body: clusterReshard},
 	{name: "restart-late-in-second", nodes: 3, clients: 2, fault: "SIGKILL 2 of 3 under a held lock, restart empty just before a wall-clock second ends; quarantine on", body: uptimeRounding},
 	{name: "sigstop-one", nodes: 3, clients: 3, fault: "SIGSTOP 1 of 3 for a third of the run (1.5s), ReleaseTimeout 100ms", body: func(r *run) { sigstop(r, 1) }},
 	{name: "sigstop-majority", nodes: 3, clients: 3, fault: "SIGSTOP 2 of 3 for a third of the run (1.5s)", body: func(r *run) { sigstop(r, 2) }},
@@ -33,6 +38,9 @@ var scenarios = []scenario{
 	{name: "latency-eats-validity", nodes: 3, clients: 1, fault: "150ms latency to every node, TTL 100ms", body: latencyEatsValidity},
 	{name: "lost-replies", nodes: 3, clients: 3, fault: "replies of applied acquire/extend/release scripts lost at random", body: lostReplies},
 	{name: "client-pause", nodes: 3, clients: 2, fault: "holder pauses for 2 TTLs", body: clientPause},
+	{name: "force-release-stalled-holder", nodes: 3, clients: 3, fault: "node 0's clock +1s (TTL 1.5s); a's lock, fenced from node 0, removed by an operator's ForceRelease while a is stalled; b, cut from node 0, takes it; a wakes and writes", shim: true, body: func(r *run) { forceRelease(r, removeForce) }},
+	{name: "canary-force-release-by-del", nodes: 3, clients: 3, fault: "as force-release-stalled-holder, the operator DELs the key on every node instead", shim: true, canary: []Kind{Fence, Stale}, body: func(r *run) { forceRelease(r, removeByHand) }},
+	{name: "canary-force-release-unread-node", nodes: 3, clients: 3, fault: "as force-release-stalled-holder, the operator cut off from node 0", shim: true, canary: []Kind{Fence, Stale}, body: func(r *run) { forceRelease(r, removeUnreadNode) }},
 	{name: "clock-forward-one", nodes: 3, clients: 2, fault: "1 of 3 node clocks jumps +1.5s under a 2s lock", shim: true, body: clockForwardOne},
 	{name: "canary-clock-forward-majority", nodes: 3, clients: 2, fault: "2 of 3 node clocks jump +30s under a 2s lock", shim: true, canary: []Kind{Overlap, Quorum}, body: clockForwardMajority},
 	{name: "clock-backward", nodes: 3, clients: 2, fault: "2 of 3 node clocks jump -2s; liveness measured", shim: true, body: clockBackward},
@@ -1253,9 +1261,12 @@ func fullNoEviction(r *run) {
 		if err := ha.Release(ctx); err != nil {
 			r.Errorf("a's Release on full nodes: %v", err)
 		}
+		// Release returns once a quorum confirmed, here the two full
+		// nodes, which are what this checks; the third node's release may
+		// still be on its way.
 		for _, n := range r.c.Sample("ft:lock").Nodes {
-			if n.Value != "" {
-				r.Errorf("node %d keeps a's key after its Release", n.Node)
+			if n.Node < 2 && n.Value != "" {
+				r.Errorf("full node %d keeps a's key after its Release", n.Node)
 			}
 		}
 		for i := range 2 {

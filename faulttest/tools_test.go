@@ -213,3 +213,66 @@ func TestClockShimRate(t *testing.T) {
 		t.Fatalf("after 800ms at rate 1/4 the key has %dms to live, want about 200ms", ms)
 	}
 }
+
+// TestLinkRedirect: a redirected link resets its connections and leads
+// new ones to the new target.
+func TestLinkRedirect(t *testing.T) {
+	_, l := linkTo(t)
+	other := redistest.Start(t, redistest.Config{})
+	other.MustDo(t, "SET", "where", "other")
+	conn := send(t, l.Addr(), resp("PING"))
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Read(make([]byte, 16)); err != nil {
+		t.Fatal(err)
+	}
+	l.Redirect(other.Addr())
+	if _, err := conn.Read(make([]byte, 16)); err == nil {
+		t.Fatal("a connection made before the redirect is still open")
+	}
+	conn2 := send(t, l.Addr(), resp("GET", "where"))
+	conn2.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 32)
+	if n, err := conn2.Read(buf); err != nil || string(buf[:n]) != "$5\r\nother\r\n" {
+		t.Fatalf("GET through the redirected link: %q, %v", buf[:n], err)
+	}
+}
+
+// TestClusterSampleDuringMove: a node that is a Redis Cluster is read on
+// the master that has the key, before, while and after its slot moves.
+func TestClusterSampleDuringMove(t *testing.T) {
+	c := NewCluster(t, Config{Scenario: "cluster-sample", N: 1, ClusterMasters: 3})
+	const key = "ft:sample"
+	from := c.MasterOf(0, key)
+	from.MustDo(t, "SET", key, "v", "PX", "60000")
+	expect := func(when string) {
+		t.Helper()
+		n := c.Sample(key).Nodes[0]
+		if !n.Reached || n.Value != "v" || n.Expires == 0 {
+			t.Fatalf("%s: the sample found %+v, want the key with its expiry", when, n)
+		}
+	}
+	expect("before the move")
+	var to *redistest.Server
+	for _, m := range c.RedisCluster(0).Masters() {
+		if m != from {
+			to = m
+		}
+	}
+	m := c.BeginMove(0, key, to)
+	expect("with the key on the old owner")
+	if n, err := m.Migrate(10); err != nil || n != 1 {
+		t.Fatalf("Migrate: %d keys, %v", n, err)
+	}
+	// The old owner redirects (ASK) for a key it no longer has.
+	if v, err := from.Do("EXISTS", key); v == int64(1) || err == nil && v != int64(0) {
+		t.Fatalf("the key is still on the old owner: EXISTS %v, %v", v, err)
+	}
+	expect("with the key on the new owner, the slot still moving")
+	c.FinishMove(0, m)
+	expect("after the move")
+	c.H.mu.Lock()
+	defer c.H.mu.Unlock()
+	if len(c.H.Faults) != 2 || c.H.Faults[0].Kind != FaultMove {
+		t.Fatalf("faults recorded: %+v", c.H.Faults)
+	}
+}
