@@ -14,19 +14,24 @@ import (
 )
 
 // TestSmoke runs every library in tiny cells of both workloads against real
-// servers and checks correctness only: no errors, no give-ups without
-// contention, no lost updates, work done in every cell, and a report that
-// renders. It asserts nothing about timing.
+// servers and a cluster, and checks correctness only: no errors, no
+// give-ups without contention, no lost updates, work done in every cell,
+// commands counted, and a report that renders. It asserts nothing about
+// timing.
 func TestSmoke(t *testing.T) {
 	servers := redistest.StartN(t, 3, redistest.Config{})
+	cluster := redistest.StartCluster(t, 3, redistest.Config{})
 	cfg := DefaultConfig()
 	for _, s := range servers {
 		cfg.Addrs = append(cfg.Addrs, s.Addr())
 	}
+	cfg.ClusterAddrs = cluster.Addrs()
 	cfg.Duration = 60 * time.Millisecond
 	cfg.Reps = 2
 	cfg.Nodes = []int{1, 3}
 	cfg.Goroutines = []int{1, 3}
+	cfg.ClusterGoroutines = []int{2}
+	cfg.CountPairs = 30
 	cfg.Contenders = 3
 	var progress strings.Builder
 	cfg.Progress = &progress
@@ -45,6 +50,19 @@ func TestSmoke(t *testing.T) {
 	cells := cfg.cells()
 	if want := len(cells) * len(Libraries()); len(rep.Rows) != want {
 		t.Fatalf("%d rows, want %d", len(rep.Rows), want)
+	}
+	if want := 2 * len(Libraries()); len(rep.Commands) != want {
+		t.Fatalf("%d command counts, want %d", len(rep.Commands), want)
+	}
+	for _, cc := range rep.Commands {
+		if cc.Pairs != cfg.CountPairs || cc.Rejected != 0 || len(cc.Calls) == 0 {
+			t.Errorf("%s on %s: %+v", cc.Library, cc.Node, cc)
+		}
+		// This module's client sends one script per acquire and one per
+		// release, on a server and on the cluster alike.
+		if strings.HasPrefix(cc.Library, "redlock/") && cc.Scripts() != 2 {
+			t.Errorf("%s on %s: %.2f scripts per lock+release, want 2: %s", cc.Library, cc.Node, cc.Scripts(), cc.Summary())
+		}
 	}
 	for _, row := range rep.Rows {
 		if row.NA != !supports(row.Library, row.Cell.N) {
@@ -77,14 +95,20 @@ func TestSmoke(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Count(progress.String(), "\n"); got != len(rep.Rows)-countNA(rep.Rows) {
-		t.Errorf("%d progress lines for %d rows", got, len(rep.Rows)-countNA(rep.Rows))
+	if got, want := strings.Count(progress.String(), "\n"), len(rep.Rows)-countNA(rep.Rows)+len(rep.Commands); got != want {
+		t.Errorf("%d progress lines for %d rows and %d command counts", got, len(rep.Rows)-countNA(rep.Rows), len(rep.Commands))
 	}
 
 	md := rep.Markdown()
-	for _, want := range append([]string{"#### W1", "#### W2", "| n/a |", "zero lost updates in every W2 cell"}, Libraries()...) {
+	for _, want := range append([]string{"#### W1", "#### W2", "| n/a |", "zero lost updates in every W2 cell",
+		"| 1 (cluster) | 2 | bsm/redislock |", "#### Commands per lock+release", "no extra round trip on a cluster"}, Libraries()...) {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report has no %q:\n%s", want, md)
+		}
+	}
+	for _, tg := range rep.Targets() {
+		if strings.HasPrefix(tg.Target, "no extra round trip") && !tg.Met {
+			t.Errorf("%s (%s): %s", tg.Target, tg.Library, tg.Measured)
 		}
 	}
 	if strings.Contains(md, "#### Errors") {
@@ -279,5 +303,40 @@ func TestFmtDur(t *testing.T) {
 		if got := fmtDur(d); got != want {
 			t.Errorf("fmtDur(%d) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// TestRoundTripTarget checks the target that compares the commands of a
+// lock+release on the cluster with those on one server.
+func TestRoundTripTarget(t *testing.T) {
+	count := func(cluster bool, reads int64, calls map[string]int64) CommandCount {
+		return CommandCount{Library: LibRedlockRueidis, Cluster: cluster, Pairs: 1000, Reads: reads, Calls: calls}
+	}
+	plain := count(false, 2000, map[string]int64{"evalsha": 2000, "set": 2000})
+	for _, tc := range []struct {
+		name    string
+		cluster CommandCount
+		met     bool
+	}{
+		{"same", count(true, 2000, map[string]int64{"evalsha": 2000, "set": 2000, "cluster|slots": 0}), true},
+		{"a rare background command", count(true, 2000, map[string]int64{"evalsha": 2000, "set": 2000, "ping": 1}), true},
+		{"an extra round trip", count(true, 3000, map[string]int64{"evalsha": 3000, "set": 2000}), false},
+		{"redirected", func() CommandCount {
+			c := count(true, 2000, map[string]int64{"evalsha": 2000, "set": 2000})
+			c.Rejected = 3
+			return c
+		}(), false},
+	} {
+		rep := &Report{Commands: []CommandCount{plain, tc.cluster}}
+		ts := rep.Targets()
+		if len(ts) != 1 || !strings.HasPrefix(ts[0].Target, "no extra round trip") {
+			t.Fatalf("%s: targets %+v", tc.name, ts)
+		}
+		if ts[0].Met != tc.met {
+			t.Errorf("%s: met %v, want %v (%s)", tc.name, ts[0].Met, tc.met, ts[0].Measured)
+		}
+	}
+	if got := count(true, 2000, map[string]int64{"evalsha": 2000, "ping": 1, "del": 1000}).Summary(); got != "evalsha 2.00, del 1.00, ping 1 call" {
+		t.Errorf("Summary() = %q", got)
 	}
 }

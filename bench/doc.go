@@ -1,12 +1,12 @@
 // Package bench measures this module's lock client side by side with other
 // Redis lock libraries, in one process and one run, against the same local
-// redis-server processes.
+// redis-server processes, and against a Redis Cluster used as one node.
 //
 // It lives in a module of its own so that the programs using redlock never
 // download the libraries it is compared with. The command
-// github.com/quorumlock/redlock/bench/cmd/lockbench starts the servers, runs
-// every cell and writes a dated Markdown report; BENCHMARKS.md at the root
-// of the repository keeps the latest.
+// github.com/quorumlock/redlock/bench/cmd/lockbench starts the servers and
+// the cluster, runs every cell and writes a dated Markdown report;
+// BENCHMARKS.md at the root of the repository keeps the latest.
 //
 // # Libraries
 //
@@ -16,17 +16,39 @@
 //     does not vote, so lockbench lets its fresh servers age past the TTL
 //     before the first cell, as the nodes of a deployment a few minutes
 //     old have; -quarantine=false sets Options.DisableQuarantine instead.
+//     The cluster is one node from the adapter's New: goredisnode.New
+//     over a *redis.ClusterClient with MaxRetries -1 and
+//     ContextTimeoutEnabled, as New's documentation asks, or
+//     rueidisnode.New over a rueidis client whose InitAddress lists the
+//     masters (rueidis takes it for a cluster), with retries and
+//     client-side caching off, as rueidisnode.Dial has them.
 //   - redsync: github.com/go-redsync/redsync/v4 over one go-redis v9 client
 //     (pool) per node, with default client options. Each goroutine makes a
 //     Mutex per key once and reuses it.
 //   - bsm/redislock: github.com/bsm/redislock over one go-redis client; it
-//     locks a single node, so it runs only in the N = 1 cells.
+//     locks a single node, so it runs only in the N = 1 cells, the
+//     cluster's included.
 //   - raw go-redis: the floor, a naive Redlock over go-redis: SET key token
 //     NX PX ttl on every node at once (one goroutine per node, no
 //     pipelining, a fresh 16-byte random token per attempt), held with
 //     N/2+1 grants, then EVALSHA compare-and-delete on every node at once.
 //     A failed attempt deletes its token everywhere and is retried after a
 //     random pause of 0.5–1.5 × 50ms (1ms when tuned).
+//
+// On the cluster, redsync, bsm/redislock and the raw floor each have one
+// *redis.ClusterClient with default options where they have a
+// *redis.Client on a plain server.
+//
+// # The cluster
+//
+// With Config.ClusterAddrs set (lockbench starts a cluster of three
+// masters, without replicas, unless -cluster=false), every workload also
+// runs with the whole Redis Cluster as the one node (N = 1), in cells
+// placed right after the plain N = 1 cells so that the two are read side
+// by side: W1 with Config.ClusterGoroutines (1 and 64), W2 and W2s with
+// each retry setting. The clients send each script or command to the
+// master of its key's hash slot, which for these keys is one of the
+// three.
 //
 // # Workloads
 //
@@ -75,4 +97,16 @@
 //     completed. This counts everything the process allocated meanwhile:
 //     the library, its Redis client and that client's background
 //     goroutines. The harness itself does not allocate in its loops.
+//   - Commands (Config.CountPairs): before the cells, each library makes
+//     that many lock+release pairs, one at a time, on the first server
+//     and on the cluster, over eight keys it has locked once before, and
+//     the servers' INFO stats and commandstats are read before and after.
+//     The reads from client connections (total_reads_processed) are the
+//     round trips, one request being in flight at a time; the calls of
+//     each command are those the client sent and those its scripts ran;
+//     the usec of the script commands is the servers' time in scripts,
+//     their commands included; and the refused calls count redirections
+//     (MOVED, ASK) and CROSSSLOT. A Goals line checks that this module's client makes the
+//     same round trips and runs the same commands on the cluster as on one
+//     server.
 package bench

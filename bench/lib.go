@@ -19,6 +19,7 @@ import (
 	"github.com/quorumlock/redlock/goredisnode"
 	"github.com/quorumlock/redlock/rueidisnode"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 )
 
 // Retry selects how a library retries a lock that is taken.
@@ -60,6 +61,42 @@ func supports(lib string, n int) bool {
 	return lib != LibBSM || n == 1
 }
 
+// A target is what a cell's clients lock on: N plain servers, each a
+// node, or one Redis Cluster, which is a single node.
+type target struct {
+	addrs   []string // the servers, or the cluster's masters
+	cluster bool
+}
+
+// nodes returns the number of nodes of t.
+func (t target) nodes() int {
+	if t.cluster {
+		return 1
+	}
+	return len(t.addrs)
+}
+
+// String describes t, as in "1 server" or "cluster of 3".
+func (t target) String() string {
+	switch {
+	case t.cluster:
+		return fmt.Sprintf("cluster of %d", len(t.addrs))
+	case len(t.addrs) == 1:
+		return "1 server"
+	}
+	return fmt.Sprintf("%d servers", len(t.addrs))
+}
+
+// newGoRedis returns a go-redis client with default options for t: a
+// *redis.Client for one server, or a *redis.ClusterClient for the
+// cluster, which sends each command to the master of its key's slot.
+func newGoRedis(t target, addr string) redis.UniversalClient {
+	if t.cluster {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: t.addrs})
+	}
+	return redis.NewClient(&redis.Options{Addr: addr})
+}
+
 // rawDefaultDelay is the raw floor's retry delay when it is not tuned: the
 // mean pause between attempts, drawn from [d/2, 3d/2) as the Redis page on
 // distributed locks suggests (a "random delay").
@@ -93,26 +130,35 @@ type worker interface {
 	unlock(ctx context.Context) error
 }
 
-// open connects library lib to the servers at addrs ("host:port").
-func open(lib string, addrs []string, s settings) (client, error) {
+// open connects library lib to the servers of t.
+func open(lib string, t target, s settings) (client, error) {
 	switch lib {
 	case LibRedlockGoRedis, LibRedlockRueidis:
-		return openRedlock(lib, addrs, s)
+		return openRedlock(lib, t, s)
 	case LibRedsync:
-		return openRedsync(addrs, s), nil
+		return openRedsync(t, s), nil
 	case LibBSM:
-		if len(addrs) != 1 {
+		if t.nodes() != 1 {
 			return nil, fmt.Errorf("%s supports a single node only", lib)
 		}
-		return openBSM(addrs[0], s), nil
+		return openBSM(t, s), nil
 	case LibRaw:
-		return openRaw(addrs, s)
+		return openRaw(t, s)
 	}
 	return nil, fmt.Errorf("unknown library %q", lib)
 }
 
 // closer is a node or a client that must be closed.
 type closer interface{ Close() error }
+
+// closeFunc makes a closer of a Close method without a result, such as
+// rueidis.Client's.
+type closeFunc func()
+
+func (f closeFunc) Close() error {
+	f()
+	return nil
+}
 
 func closeAll[T closer](cs []T) error {
 	var errs []error
@@ -126,41 +172,40 @@ func closeAll[T closer](cs []T) error {
 
 type redlockClient struct {
 	c     *redlock.Client
-	nodes []closer
+	nodes []closer // the nodes, and the clients given to New
 	ttl   time.Duration
 }
 
 // openRedlock opens this module's client through the adapter lib names,
 // with the default options, or with the restart quarantine off if s says
 // so. With it on, the servers must be older than the TTL to vote.
-func openRedlock(lib string, addrs []string, s settings) (*redlockClient, error) {
+//
+// Each plain server is a node from the adapter's Dial. The cluster is one
+// node from the adapter's New, given a cluster client made as a program
+// would make one: a *redis.ClusterClient with the options that
+// goredisnode.New asks for (no retries, context deadlines honoured), or a
+// rueidis client whose InitAddress lists the masters, which rueidis takes
+// for a cluster, with retries and client-side caching off, as
+// rueidisnode.Dial has them.
+func openRedlock(lib string, t target, s settings) (*redlockClient, error) {
 	rc := &redlockClient{ttl: s.ttl}
-	nodes := make([]redlock.Node, 0, len(addrs))
-	for _, a := range addrs {
-		var (
-			n   redlock.Node
-			err error
-		)
-		if lib == LibRedlockRueidis {
-			var rn *rueidisnode.Node
-			rn, err = rueidisnode.Dial("redis://" + a)
-			n = rn
-			if err == nil {
-				rc.nodes = append(rc.nodes, rn)
-			}
-		} else {
-			var gn *goredisnode.Node
-			gn, err = goredisnode.Dial("redis://" + a)
-			n = gn
-			if err == nil {
-				rc.nodes = append(rc.nodes, gn)
-			}
-		}
+	var nodes []redlock.Node
+	if t.cluster {
+		n, err := rc.openClusterNode(lib, t.addrs)
 		if err != nil {
 			closeAll(rc.nodes)
 			return nil, err
 		}
 		nodes = append(nodes, n)
+	} else {
+		for _, a := range t.addrs {
+			n, err := rc.dialNode(lib, a)
+			if err != nil {
+				closeAll(rc.nodes)
+				return nil, err
+			}
+			nodes = append(nodes, n)
+		}
 	}
 	opts := &redlock.Options{DisableQuarantine: !s.quarantine}
 	if s.retry == RetryTuned {
@@ -173,6 +218,44 @@ func openRedlock(lib string, addrs []string, s settings) (*redlockClient, error)
 	}
 	rc.c = c
 	return rc, nil
+}
+
+// dialNode makes the node of the server at addr with the adapter's Dial,
+// and appends it to rc.nodes.
+func (rc *redlockClient) dialNode(lib, addr string) (redlock.Node, error) {
+	if lib == LibRedlockRueidis {
+		n, err := rueidisnode.Dial("redis://" + addr)
+		if err != nil {
+			return nil, err
+		}
+		rc.nodes = append(rc.nodes, n)
+		return n, nil
+	}
+	n, err := goredisnode.Dial("redis://" + addr)
+	if err != nil {
+		return nil, err
+	}
+	rc.nodes = append(rc.nodes, n)
+	return n, nil
+}
+
+// openClusterNode makes the node of the cluster whose masters are at
+// addrs, and appends what must be closed to rc.nodes: the node first,
+// then its client.
+func (rc *redlockClient) openClusterNode(lib string, addrs []string) (redlock.Node, error) {
+	if lib == LibRedlockRueidis {
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, DisableRetry: true, DisableCache: true})
+		if err != nil {
+			return nil, fmt.Errorf("rueidis cluster client: %w", err)
+		}
+		n := rueidisnode.New(c, "")
+		rc.nodes = append(rc.nodes, n, closeFunc(c.Close))
+		return n, nil
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1, ContextTimeoutEnabled: true})
+	n := goredisnode.New(c, "")
+	rc.nodes = append(rc.nodes, n, c)
+	return n, nil
 }
 
 func (rc *redlockClient) worker(keys []string) worker {
@@ -210,17 +293,18 @@ func (w *redlockWorker) unlock(ctx context.Context) error {
 
 type redsyncClient struct {
 	rs      *redsync.Redsync
-	clients []*redis.Client
+	clients []redis.UniversalClient
 	opts    []redsync.Option
 }
 
 // openRedsync opens redsync over one go-redis client (a pool) per node,
-// each with go-redis's default options.
-func openRedsync(addrs []string, s settings) *redsyncClient {
+// each with go-redis's default options; the cluster's is a
+// *redis.ClusterClient.
+func openRedsync(t target, s settings) *redsyncClient {
 	rc := &redsyncClient{opts: []redsync.Option{redsync.WithExpiry(s.ttl)}}
-	pools := make([]redsyncredis.Pool, 0, len(addrs))
-	for _, a := range addrs {
-		c := redis.NewClient(&redis.Options{Addr: a})
+	pools := make([]redsyncredis.Pool, 0, t.nodes())
+	for i := range t.nodes() {
+		c := newGoRedis(t, t.addrs[i])
 		rc.clients = append(rc.clients, c)
 		pools = append(pools, redsyncgoredis.NewPool(c))
 	}
@@ -291,17 +375,18 @@ func (w *redsyncWorker) unlock(ctx context.Context) error {
 // --- bsm/redislock -----------------------------------------------------------
 
 type bsmClient struct {
-	rc   *redis.Client
+	rc   redis.UniversalClient
 	c    *redislock.Client
 	ttl  time.Duration
 	opts *redislock.Options
 }
 
 // openBSM opens bsm/redislock over one go-redis client with default
-// options. Its default is not to retry; tuned, it retries every
-// Config.TunedDelay (LinearBackoff) until the TTL has passed.
-func openBSM(addr string, s settings) *bsmClient {
-	rc := redis.NewClient(&redis.Options{Addr: addr})
+// options (a *redis.ClusterClient for the cluster). Its default is not to
+// retry; tuned, it retries every Config.TunedDelay (LinearBackoff) until
+// the TTL has passed.
+func openBSM(t target, s settings) *bsmClient {
+	rc := newGoRedis(t, t.addrs[0])
 	c := &bsmClient{rc: rc, c: redislock.New(rc), ttl: s.ttl}
 	if s.retry == RetryTuned {
 		c.opts = &redislock.Options{RetryStrategy: redislock.LinearBackoff(s.tunedDelay)}
@@ -346,20 +431,21 @@ const rawRelease = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.c
 
 // rawClient is the floor: what a naive Redlock over go-redis does, with
 // one goroutine per node for each request, no pipelining, and a fresh
-// random token per attempt.
+// random token per attempt. On the cluster it has one node, a
+// *redis.ClusterClient.
 type rawClient struct {
-	clients []*redis.Client
+	clients []redis.UniversalClient
 	sha     string
 	quorum  int
 	ttlMs   int64
 	delay   time.Duration
 }
 
-func openRaw(addrs []string, s settings) (*rawClient, error) {
+func openRaw(t target, s settings) (*rawClient, error) {
 	sum := sha1.Sum([]byte(rawRelease))
 	c := &rawClient{
 		sha:    hex.EncodeToString(sum[:]),
-		quorum: len(addrs)/2 + 1,
+		quorum: t.nodes()/2 + 1,
 		ttlMs:  s.ttl.Milliseconds(),
 		delay:  rawDefaultDelay,
 	}
@@ -367,12 +453,13 @@ func openRaw(addrs []string, s settings) (*rawClient, error) {
 		c.delay = s.tunedDelay
 	}
 	ctx := context.Background()
-	for _, a := range addrs {
-		rc := redis.NewClient(&redis.Options{Addr: a})
+	for i := range t.nodes() {
+		rc := newGoRedis(t, t.addrs[i])
 		c.clients = append(c.clients, rc)
+		// A cluster client loads the script on every master.
 		if err := rc.ScriptLoad(ctx, rawRelease).Err(); err != nil {
 			closeAll(c.clients)
-			return nil, fmt.Errorf("raw: SCRIPT LOAD on %s: %w", a, err)
+			return nil, fmt.Errorf("raw: SCRIPT LOAD on %s: %w", t.addrs[i], err)
 		}
 	}
 	return c, nil

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -59,7 +61,21 @@ type Report struct {
 	LoadStart, LoadEnd string
 	// Command is the command that produced the report, for the reader.
 	Command string
-	Rows    []Row
+	// Commands are the commands counted per lock+release, for each
+	// library on the first server and on the cluster.
+	Commands []CommandCount
+	Rows     []Row
+}
+
+// findCount returns the command count of lib on the first server, or on
+// the cluster.
+func (r *Report) findCount(lib string, cluster bool) (CommandCount, bool) {
+	for _, cc := range r.Commands {
+		if cc.Library == lib && cc.Cluster == cluster {
+			return cc, true
+		}
+	}
+	return CommandCount{}, false
 }
 
 // Find returns the row of lib in cell c.
@@ -180,6 +196,22 @@ func (r *Report) Targets() []Target {
 				fmt.Sprintf("busiest %.1f%% (fair %.2f%%, %.2f× fair)", 100*o.BusiestShare, 100*fair, o.BusiestShare/fair),
 				o.Acquisitions > 0 && o.BusiestShare <= 2*fair)
 		}
+		if plain, ok := r.findCount(ours, false); ok {
+			if cl, ok := r.findCount(ours, true); ok {
+				same := maps.Equal(cl.rounded(), plain.rounded())
+				measured := fmt.Sprintf("%.2f vs %.2f round trips per pair; ", cl.RoundTrips(), plain.RoundTrips())
+				if same {
+					measured += "the same commands"
+				} else {
+					measured += fmt.Sprintf("commands %s vs %s", cl.Summary(), plain.Summary())
+				}
+				if cl.Rejected+plain.Rejected > 0 {
+					measured += fmt.Sprintf("; refused %d vs %d", cl.Rejected, plain.Rejected)
+				}
+				add("no extra round trip on a cluster: the same round trips and commands per lock+release as on one server", measured,
+					same && math.Round(100*cl.RoundTrips()) == math.Round(100*plain.RoundTrips()) && cl.Rejected == 0 && plain.Rejected == 0)
+			}
+		}
 	}
 	var lost, cells uint64
 	for _, row := range r.Rows {
@@ -244,6 +276,15 @@ func fmtDur(d time.Duration) string {
 	return num(d.Seconds(), "s")
 }
 
+// nodes is what the N column of the tables says of c: the number of
+// nodes, and "1 (cluster)" for the cluster.
+func (c Cell) nodes() string {
+	if c.Cluster {
+		return fmt.Sprintf("%d (cluster)", c.N)
+	}
+	return strconv.Itoa(c.N)
+}
+
 // progress is the one-line summary of a row printed as the run goes.
 func (row Row) progress() string {
 	var b strings.Builder
@@ -271,8 +312,12 @@ func (r *Report) Markdown() string {
 	}
 	fmt.Fprintf(&b, "- Machine: %s, %d logical CPUs (GOMAXPROCS %d), %s/%s, kernel %s; %s; redis-server %s; load average %s at the start, %s at the end\n",
 		m.CPU, m.Cores, m.GOMAXPROCS, m.OS, m.Arch, m.Kernel, m.Go, m.Redis, orQ(r.LoadStart), orQ(r.LoadEnd))
-	fmt.Fprintf(&b, "- Each library ran %v per cell in %d interleaved slices of %v; TTL %v; tuned retry delay %v; the run took %v.\n",
-		cfg.Duration, cfg.Reps, cfg.Duration/time.Duration(max(cfg.Reps, 1)), cfg.TTL, cfg.TunedDelay, r.Finished.Sub(r.Started).Round(time.Second))
+	if len(r.Rows) > 0 {
+		fmt.Fprintf(&b, "- Each library ran %v per cell in %d interleaved slices of %v; TTL %v; tuned retry delay %v; the run took %v.\n",
+			cfg.Duration, cfg.Reps, cfg.Duration/time.Duration(max(cfg.Reps, 1)), cfg.TTL, cfg.TunedDelay, r.Finished.Sub(r.Started).Round(time.Second))
+	} else {
+		fmt.Fprintf(&b, "- No cells ran; TTL %v; the run took %v.\n", cfg.TTL, r.Finished.Sub(r.Started).Round(time.Second))
+	}
 
 	if ts := r.Targets(); len(ts) > 0 {
 		b.WriteString("\n#### Goals\n\n| target | library | measured | met |\n|---|---|---|---|\n")
@@ -282,6 +327,19 @@ func (r *Report) Markdown() string {
 				met = "yes"
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Target, t.Library, t.Measured, met)
+		}
+	}
+
+	if len(r.Commands) > 0 {
+		fmt.Fprintf(&b, "\n#### Commands per lock+release\n\n"+
+			"What the node's servers did while each library made %d lock+release pairs, one at a time, on %d keys it had locked once before, "+
+			"summed over the servers: round trips are the reads from client connections (INFO stats total_reads_processed), one per request "+
+			"with one request in flight; commands are the calls of each command (INFO commandstats), those the client sent and those its scripts ran; "+
+			"µs in scripts is the servers' time in script commands (their usec), the commands they ran included.\n\n",
+			r.Commands[0].Pairs, keysPerWorker)
+		b.WriteString("| library | node | round trips per pair | commands per pair | µs in scripts per pair | refused | failed |\n|---|---|--:|---|--:|--:|--:|\n")
+		for _, cc := range r.Commands {
+			fmt.Fprintf(&b, "| %s | %s | %.2f | %s | %.1f | %d | %d |\n", cc.Library, cc.Node, cc.RoundTrips(), cc.Summary(), cc.ScriptMicros(), cc.Rejected, cc.Failed)
 		}
 	}
 
@@ -301,15 +359,15 @@ func (r *Report) Markdown() string {
 		for _, row := range w1 {
 			c := row.Cell
 			if row.NA {
-				fmt.Fprintf(&b, "| %d | %d | %s | n/a | | | | | | | | | |\n", c.N, c.G, row.Library)
+				fmt.Fprintf(&b, "| %s | %d | %s | n/a | | | | | | | | | |\n", c.nodes(), c.G, row.Library)
 				continue
 			}
 			vs := ""
 			if p, ok := r.Find(c, LibRedsync); ok {
 				vs = fmtRatio(ratio(row.OpsPerSec, p.OpsPerSec))
 			}
-			fmt.Fprintf(&b, "| %d | %d | %s | %.0f | %s | %s | %s | %s | %s | %s | %.1f | %.0f | %d |\n",
-				c.N, c.G, row.Library, row.OpsPerSec, vs,
+			fmt.Fprintf(&b, "| %s | %d | %s | %.0f | %s | %s | %s | %s | %s | %s | %.1f | %.0f | %d |\n",
+				c.nodes(), c.G, row.Library, row.OpsPerSec, vs,
 				fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.Max),
 				fmtDur(row.Release.P50), fmtDur(row.Release.P99),
 				row.AllocsPerOp, row.BytesPerOp, row.Errors+row.GaveUp)
@@ -322,11 +380,11 @@ func (r *Report) Markdown() string {
 		for _, row := range w2 {
 			c := row.Cell
 			if row.NA {
-				fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | n/a | | | | | | | | | | | | | | |\n", c.N, c.G, clients[c.Workload], c.Retry, row.Library)
+				fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | n/a | | | | | | | | | | | | | | |\n", c.nodes(), c.G, clients[c.Workload], c.Retry, row.Library)
 				continue
 			}
-			fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %.1f | %.0f | %.1f%% | %.1f | %.1f%% | %d | %d | %d | %d |\n",
-				c.N, c.G, clients[c.Workload], c.Retry, row.Library, row.OpsPerSec,
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %.1f | %.0f | %.1f%% | %.1f | %.1f%% | %d | %d | %d | %d |\n",
+				c.nodes(), c.G, clients[c.Workload], c.Retry, row.Library, row.OpsPerSec,
 				fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.Max),
 				fmtDur(row.Release.P50), fmtDur(row.Release.P99),
 				row.AllocsPerOp, row.BytesPerOp,

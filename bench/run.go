@@ -37,6 +37,20 @@ type Config struct {
 	// Addrs are the "host:port" addresses of the servers; a cell with N
 	// nodes uses the first N. There must be at least max(Nodes).
 	Addrs []string
+	// ClusterAddrs are the addresses of the masters of one Redis Cluster,
+	// or nil. When set, every workload also runs on the cluster as the
+	// one node of its clients (N = 1), in cells placed right after the
+	// plain N = 1 cells: W1 with ClusterGoroutines, W2 and W2s with each
+	// of Retries.
+	ClusterAddrs []string
+	// ClusterGoroutines lists the numbers of goroutines of W1 on the
+	// cluster.
+	ClusterGoroutines []int
+	// CountPairs is how many lock+release pairs each library makes, one
+	// at a time, on the first server and on the cluster, while the
+	// servers count the commands they run (see CommandCount); 0 counts
+	// nothing.
+	CountPairs int
 	// Duration is the measured time of each library in each cell. It is
 	// split into Reps slices, and the libraries of a cell take turns
 	// slice by slice, so that drift on a noisy machine hits them alike.
@@ -82,6 +96,9 @@ func DefaultConfig() Config {
 		TunedDelay: time.Millisecond,
 		TTL:        10 * time.Second,
 		Quarantine: true,
+
+		ClusterGoroutines: []int{1, 64},
+		CountPairs:        1000,
 	}
 }
 
@@ -111,6 +128,16 @@ func (cfg *Config) validate() error {
 			errs = append(errs, fmt.Errorf("bad number of goroutines %d", g))
 		}
 	}
+	if len(cfg.ClusterAddrs) > 0 {
+		for _, g := range cfg.ClusterGoroutines {
+			if g < 1 {
+				errs = append(errs, fmt.Errorf("bad number of goroutines %d on the cluster", g))
+			}
+		}
+	}
+	if cfg.CountPairs < 0 {
+		errs = append(errs, fmt.Errorf("bad number of pairs to count %d", cfg.CountPairs))
+	}
 	if slices.ContainsFunc(cfg.Workloads, contended) && cfg.Contenders < 1 {
 		errs = append(errs, fmt.Errorf("bad number of contenders %d", cfg.Contenders))
 	}
@@ -126,11 +153,18 @@ type Cell struct {
 	N        int   // nodes
 	G        int   // goroutines (W1) or contenders (W2)
 	Retry    Retry // W2 and W2Shared only
+	// Cluster says that the one node (N = 1) is the Redis Cluster at
+	// Config.ClusterAddrs.
+	Cluster bool
 }
 
-// String names the cell, as in "W1 N=5 G=64" or "W2 N=5 G=16 tuned".
+// String names the cell, as in "W1 N=5 G=64", "W2 N=5 G=16 tuned" or, on
+// the cluster, "W1 N=1 cluster G=64".
 func (c Cell) String() string {
 	s := fmt.Sprintf("%s N=%d G=%d", c.Workload, c.N, c.G)
+	if c.Cluster {
+		s = fmt.Sprintf("%s N=%d cluster G=%d", c.Workload, c.N, c.G)
+	}
 	if contended(c.Workload) {
 		s += " " + c.Retry.String()
 	}
@@ -142,23 +176,47 @@ func (c Cell) tag() string {
 	return strings.ReplaceAll(c.String(), " ", ":")
 }
 
-// cells lists the cells of cfg in the order they run.
+// cells lists the cells of cfg in the order they run: for each workload,
+// those of each number of nodes, with the cluster's after the plain N = 1
+// cells (first, if N = 1 is not run).
 func (cfg *Config) cells() []Cell {
 	var cells []Cell
 	for _, w := range cfg.Workloads {
-		for _, n := range cfg.Nodes {
+		add := func(n int, cluster bool) {
 			if w == W1 {
-				for _, g := range cfg.Goroutines {
-					cells = append(cells, Cell{Workload: W1, N: n, G: g})
+				gs := cfg.Goroutines
+				if cluster {
+					gs = cfg.ClusterGoroutines
 				}
-				continue
+				for _, g := range gs {
+					cells = append(cells, Cell{Workload: W1, N: n, G: g, Cluster: cluster})
+				}
+				return
 			}
 			for _, r := range cfg.Retries {
-				cells = append(cells, Cell{Workload: w, N: n, G: cfg.Contenders, Retry: r})
+				cells = append(cells, Cell{Workload: w, N: n, G: cfg.Contenders, Retry: r, Cluster: cluster})
+			}
+		}
+		cluster := len(cfg.ClusterAddrs) > 0
+		if cluster && !slices.Contains(cfg.Nodes, 1) {
+			add(1, true)
+		}
+		for _, n := range cfg.Nodes {
+			add(n, false)
+			if n == 1 && cluster {
+				add(1, true)
 			}
 		}
 	}
 	return cells
+}
+
+// target returns the servers that cell c's clients lock on.
+func (cfg *Config) target(c Cell) target {
+	if c.Cluster {
+		return target{addrs: cfg.ClusterAddrs, cluster: true}
+	}
+	return target{addrs: cfg.Addrs[:c.N]}
 }
 
 // Run measures every cell of cfg against the servers at cfg.Addrs and
@@ -173,6 +231,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Finished = time.Now()
 		rep.LoadEnd = LoadAverage()
 	}()
+	if err := rep.countCommands(ctx); err != nil {
+		return rep, err
+	}
 	for _, c := range cfg.cells() {
 		rows, err := runCell(ctx, &cfg, c)
 		rep.Rows = append(rep.Rows, rows...)
@@ -228,7 +289,7 @@ type libRun struct {
 // runCell runs every library of cfg on cell c, the libraries taking turns
 // slice by slice, and returns a row for each.
 func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
-	addrs := cfg.Addrs[:c.N]
+	t := cfg.target(c)
 	s := settings{retry: c.Retry, tunedDelay: cfg.TunedDelay, ttl: cfg.TTL, quarantine: cfg.Quarantine}
 	var (
 		runs []*libRun
@@ -243,7 +304,7 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 		if !supports(lib, c.N) {
 			continue
 		}
-		lr, err := newLibRun(ctx, lib, c, addrs, s)
+		lr, err := newLibRun(ctx, lib, c, t, s)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", lib, err)
 		}
@@ -278,7 +339,7 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 // newLibRun opens lib's clients for cell c and warms them up: every
 // goroutine locks and unlocks a key of its own a few times, so that
 // connections are made and scripts cached before anything is measured.
-func newLibRun(ctx context.Context, lib string, c Cell, addrs []string, s settings) (*libRun, error) {
+func newLibRun(ctx context.Context, lib string, c Cell, t target, s settings) (*libRun, error) {
 	lr := &libRun{lib: lib, cell: c}
 	nclients := 1
 	if c.Workload == W2 {
@@ -286,7 +347,7 @@ func newLibRun(ctx context.Context, lib string, c Cell, addrs []string, s settin
 	}
 	// W2Shared: one client for all, as goroutines of one process.
 	for range nclients {
-		cl, err := open(lib, addrs, s)
+		cl, err := open(lib, t, s)
 		if err != nil {
 			lr.close()
 			return nil, err

@@ -1,17 +1,28 @@
-// Command lockbench starts local redis-server processes and measures
-// redlock side by side with redsync, bsm/redislock and a raw go-redis
-// floor, interleaved, in one run. It prints progress to stderr, writes a
-// dated Markdown report to stdout and, with -out, into a file between the
-// markers <!-- lockbench:begin --> and <!-- lockbench:end --> (the rest of
-// the file is kept).
+// Command lockbench starts local redis-server processes, and a Redis
+// Cluster of three masters, and measures redlock side by side with
+// redsync, bsm/redislock and a raw go-redis floor, interleaved, in one
+// run. It prints progress to stderr, writes a dated Markdown report to
+// stdout and, with -out, into a file between the markers
+// <!-- lockbench:begin --> and <!-- lockbench:end --> (the rest of the
+// file is kept).
 //
 // Run it from the bench module:
 //
 //	cd bench && go run ./cmd/lockbench -out ../BENCHMARKS.md
 //
-// A smoke run of a few hundred milliseconds:
+// A smoke run of a few seconds after the servers' wait:
 //
 //	go run ./cmd/lockbench -duration 20ms -reps 1 -n 1,3 -g 2 -contenders 3
+//
+// The cluster's cells, and the plain N = 1 cells beside them, alone:
+//
+//	go run ./cmd/lockbench -n 1 -g 1,64
+//
+// the cluster's alone with -n "", and none of them with -cluster=false.
+// The commands each library's lock+release costs the servers, counted
+// over 20,000 pairs, without any cell:
+//
+//	go run ./cmd/lockbench -workloads "" -n 1 -count 20000
 package main
 
 import (
@@ -62,6 +73,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		tuned      = fs.Duration("tuned-delay", def.TunedDelay, "retry delay of the tuned setting")
 		ttl        = fs.Duration("ttl", def.TTL, "time to live of every lock")
 		quarantine = fs.Bool("quarantine", def.Quarantine, "run redlock with its restart quarantine on, as shipped (the fresh servers are first left to age past -ttl); false sets Options.DisableQuarantine")
+		cluster    = fs.Bool("cluster", true, "also start a Redis Cluster of 3 masters and run every workload on it as the one node (N=1), beside the plain N=1 cells")
+		clusterG   = fs.String("cluster-g", ints(def.ClusterGoroutines), "numbers of goroutines of W1 on the cluster")
+		count      = fs.Int("count", def.CountPairs, "lock+release pairs per library for counting the commands the servers run, on one server and on the cluster; 0 counts nothing")
 		out        = fs.String("out", "", "file to write the report into, between the lockbench markers (e.g. ../BENCHMARKS.md)")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the measured run to this file")
 		memprofile = fs.String("memprofile", "", "write an allocation profile of the run to this file")
@@ -87,6 +101,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.Goroutines, err = parseInts(*goroutines); err != nil {
 		return fmt.Errorf("-g: %w", err)
 	}
+	if cfg.ClusterGoroutines, err = parseInts(*clusterG); err != nil {
+		return fmt.Errorf("-cluster-g: %w", err)
+	}
+	cfg.CountPairs = *count
 	cfg.Retries = nil
 	for _, r := range list(*retries) {
 		switch r {
@@ -106,15 +124,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, n := range cfg.Nodes {
 		nservers = max(nservers, n)
 	}
+	// The servers start while the cluster forms, which takes a few
+	// seconds.
+	var (
+		cl         *redistest.Cluster
+		clusterErr error
+		formed     = make(chan struct{})
+	)
+	go func() {
+		defer close(formed)
+		if *cluster {
+			cl, clusterErr = redistest.NewCluster(clusterMasters, redistest.Config{})
+		}
+	}()
 	servers, err := startServers(nservers)
+	<-formed
 	defer func() {
 		for _, s := range servers {
 			if s != nil {
 				s.Close()
 			}
 		}
+		if cl != nil {
+			cl.Close()
+		}
 	}()
-	if err != nil {
+	if err = errors.Join(err, clusterErr); err != nil {
 		return err
 	}
 	for _, s := range servers {
@@ -123,17 +158,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, "lockbench: %d redis-server processes on %s\n", len(servers), strings.Join(cfg.Addrs, ", "))
 	}
+	if cl != nil {
+		cfg.ClusterAddrs = cl.Addrs()
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "lockbench: a Redis Cluster of %d masters on %s\n", clusterMasters, strings.Join(cfg.ClusterAddrs, ", "))
+		}
+	}
 	if cfg.Quarantine {
 		// A node younger than the TTL stays out of every quorum (restart
 		// quarantine): fresh servers must first age past it, as those of
-		// a deployment minutes old have.
+		// a deployment minutes old have. A hash slot's record of the
+		// server's start is made from its uptime in whole seconds, less
+		// one, so a slot first used now may take the server for up to 2s
+		// younger than it is: the wait covers that too.
 		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "lockbench: waiting %v for the fresh servers to age past the TTL (restart quarantine is on)\n", cfg.TTL)
+			fmt.Fprintf(cfg.Progress, "lockbench: waiting %v for the fresh servers to age past the TTL of %v (restart quarantine is on)\n", cfg.TTL+slotAgeSlack, cfg.TTL)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(cfg.TTL + 100*time.Millisecond):
+		case <-time.After(cfg.TTL + slotAgeSlack):
 		}
 	}
 
@@ -180,6 +224,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// clusterMasters is the number of masters of the cluster.
+const clusterMasters = 3
+
+// slotAgeSlack is how much younger than it is a server may seem to a hash
+// slot whose record is made now (see the wait for the TTL in run).
+const slotAgeSlack = 2 * time.Second
+
 // startServers starts n redis-server processes on loopback ports at once.
 // It returns those that started even when some did not.
 func startServers(n int) ([]*redistest.Server, error) {
@@ -210,7 +261,7 @@ func writeHeapProfile(path string) error {
 func command(args []string) string {
 	words := []string{"cd bench && go run ./cmd/lockbench"}
 	for _, a := range args {
-		if strings.ContainsAny(a, " \t'\"$") {
+		if a == "" || strings.ContainsAny(a, " \t'\"$") {
 			a = strconv.Quote(a)
 		}
 		words = append(words, a)

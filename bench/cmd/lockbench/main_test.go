@@ -15,19 +15,22 @@ import (
 func TestMain(m *testing.M) { redistest.Main(m) }
 
 // TestCommand runs the command end to end with a tiny configuration: it
-// starts its own servers, prints progress and the report, and writes the
-// report into a file between the markers, keeping the rest of the file.
+// starts its own servers and cluster, prints progress and the report, and
+// writes the report into a file between the markers, keeping the rest of
+// the file.
 func TestCommand(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
 	if err := os.WriteFile(out, []byte("# Benchmarks\n\nprose\n\n"+bench.BeginMarker+"\nold\n"+bench.EndMarker+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var stdout, stderr strings.Builder
-	args := []string{"-duration", "20ms", "-reps", "1", "-n", "1,3", "-g", "2", "-contenders", "2", "-retry", "tuned", "-ttl", "1s", "-out", out}
+	args := []string{"-duration", "20ms", "-reps", "1", "-n", "1,3", "-g", "2", "-cluster-g", "3", "-count", "20", "-contenders", "2", "-retry", "tuned", "-ttl", "1s", "-out", out}
 	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	for _, want := range []string{"W2 N=3 G=2 tuned", "W2s N=3 G=2 tuned", "age past the TTL"} {
+	for _, want := range []string{"W2 N=3 G=2 tuned", "W2s N=3 G=2 tuned", "age past the TTL",
+		"a Redis Cluster of 3 masters", "W1 N=1 cluster G=3", "W2 N=1 cluster G=2 tuned", "W2s N=1 cluster G=2 tuned",
+		"commands per lock+release, redlock/rueidis on cluster of 3: evalsha 2.00"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("no progress line %q:\n%s", want, stderr.String())
 		}
@@ -37,7 +40,8 @@ func TestCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := string(b)
-	for _, want := range []string{"prose", "### Run of", "cd bench && go run ./cmd/lockbench -duration 20ms", "#### W1", "#### W2"} {
+	for _, want := range []string{"prose", "### Run of", "cd bench && go run ./cmd/lockbench -duration 20ms", "#### W1", "#### W2",
+		"#### Commands per lock+release", "| 1 (cluster) | 3 | redlock/go-redis |", "| redlock/go-redis | cluster of 3 | 2.00 |"} {
 		if !strings.Contains(file, want) {
 			t.Errorf("%s has no %q:\n%s", out, want, file)
 		}
@@ -56,6 +60,7 @@ func TestBadFlags(t *testing.T) {
 		{"-retry", "sometimes"},
 		{"extra"},
 		{"-libs", "nope", "-n", "1"},
+		{"-cluster-g", "x"},
 	} {
 		var stdout, stderr strings.Builder
 		if err := run(context.Background(), args, &stdout, &stderr); err == nil {
