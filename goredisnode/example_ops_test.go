@@ -41,7 +41,7 @@ func Example_inspect() {
 	worker, closeWorker := exampleClient("report-worker-7")
 	defer closeWorker()
 	ctx := context.Background()
-	l, err := worker.Lock(ctx, "example:nightly-report", time.Minute)
+	l, err := worker.Lock(ctx, "example:nightly-report", 10*time.Second)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func Example_inspect() {
 	}
 	fmt.Println(ins.State, "by", ins.Owner)
 	fmt.Println("holder is the worker's lock:", ins.Holder == l.ID())
-	fmt.Println("ends within the TTL:", time.Until(ins.Ends) <= time.Minute)
+	fmt.Println("ends within the TTL:", time.Until(ins.Ends) <= 10*time.Second)
 	fmt.Println("on a quorum:", held >= ops.Quorum())
 	// Output:
 	// held by report-worker-7
@@ -77,7 +77,7 @@ func Example_forceRelease() {
 	crashed, closeCrashed := exampleClient("crashed-worker")
 	defer closeCrashed()
 	ctx := context.Background()
-	stuck, err := crashed.Lock(ctx, "example:stuck", time.Hour) // never released
+	stuck, err := crashed.Lock(ctx, "example:stuck", 10*time.Second) // never released
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func Example_forceRelease() {
 	for _, v := range removed[:1] {
 		fmt.Println("removed the lock of", v.Owner)
 	}
-	next, err := ops.TryLock(ctx, "example:stuck", time.Minute)
+	next, err := ops.TryLock(ctx, "example:stuck", 10*time.Second)
 	if err != nil {
 		log.Fatal(err)
 	}
