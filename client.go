@@ -202,10 +202,9 @@ func (o *Options) fill() error {
 		return invalidf("Quarantine %v is negative", o.Quarantine)
 	case o.Quarantine > 0 && o.DisableQuarantine:
 		return invalidf("Quarantine %v is set and DisableQuarantine too", o.Quarantine)
-	case len(o.Owner) > MaxOwnerLen:
-		return invalidf("Owner %q is %d bytes long; the most is %d", o.Owner, len(o.Owner), MaxOwnerLen)
-	case !utf8.ValidString(o.Owner) || strings.IndexFunc(o.Owner, unicode.IsControl) >= 0:
-		return invalidf("Owner %q is not UTF-8 text without control characters", o.Owner)
+	}
+	if err := checkLabel("Owner", o.Owner); err != nil {
+		return err
 	}
 	if o.Owner == "" {
 		o.Owner = defaultOwner()
@@ -427,6 +426,18 @@ func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 // costs memory.
 func (c *Client) fenceTTL(ttl time.Duration) time.Duration {
 	return max(10*ttl, time.Minute)
+}
+
+// checkLabel checks a label that a lock's token carries: an owner's, or
+// an election candidate's value.
+func checkLabel(what, label string) error {
+	switch {
+	case len(label) > MaxOwnerLen:
+		return invalidf("%s %q is %d bytes long; the most is %d", what, label, len(label), MaxOwnerLen)
+	case !utf8.ValidString(label) || strings.IndexFunc(label, unicode.IsControl) >= 0:
+		return invalidf("%s %q is not UTF-8 text without control characters", what, label)
+	}
+	return nil
 }
 
 // defaultOwner returns "host:pid", cut to MaxOwnerLen bytes at a rune

@@ -157,9 +157,40 @@
 // process start time, the largest TTL used in the slot, the last LASTSAVE
 // and the replication ID seen. Both hash to the lock key's slot, so that
 // every script's keys are in one slot, as a cluster node requires, for any
-// key. Lock keys named like them ("redlock:fence:…", "redlock:node…") are
-// rejected. A lock key's value is the acquisition's random token, a space
+// key. A semaphore's slots ([PermitKey]) and an election's term record
+// ([TermKey]) are named the same way. Lock keys named like them
+// ("redlock:fence:…", "redlock:node…", "redlock:permit:…",
+// "redlock:term:…") are rejected. A lock key's value is the acquisition's random token, a space
 // and the owner's label (Options.Owner).
+//
+// # Semaphores
+//
+// [Client.Semaphore] hands out at most n permits on a key at once. A
+// permit is a lock on one of n slots ([PermitKey]), and holds the lock's
+// guarantees on its slot: under the assumptions of Guarantees, no two
+// valid permits share a slot, so at most n permits are valid at any
+// moment. A node grants a round the first free slot in an order the round
+// names, so that nodes agree when clients do not contend; the permit is
+// the slot a quorum granted, and a slot that only some nodes granted is
+// freed by the permit's release, or expires. A permit counts on a node
+// only until its own expiry, so the slot of a holder that is gone frees
+// itself. Its fence rises from each holder of its slot to the next: a
+// resource with n writers keeps the largest fence per slot
+// ([Permit.Slot]).
+//
+// # Leader election
+//
+// [Client.Election] elects one leader at a time among the candidates that
+// [Election.Campaign] on a key. Leadership is a lock whose token carries
+// the leader's value, renewed in the background while the process runs,
+// and lost, visibly, when it cannot be renewed within its validity: the
+// leadership's Context ends. At most one candidate leads at any moment,
+// under the lock's assumptions. The term ([Leadership.Term]) is the lock's
+// fence, so terms rise from each leader to the next under the assumptions
+// of Fencing tokens. Once it holds the lock, the new leader records its
+// term beside it ([TermKey]); [Election.Leader] and [Election.Observe]
+// report a leader only once a quorum holds both, so a reader's term is the
+// leader's own.
 //
 // # Deployments
 //

@@ -25,6 +25,10 @@ var (
 	// pass, so Lock tries again. The per-node causes are in the *OpError.
 	ErrNoQuorum = errors.New("redlock: too few nodes available for a quorum")
 
+	// ErrNoLeader means no candidate leads an election: none holds its
+	// lock on a quorum with its term recorded (see Election.Leader).
+	ErrNoLeader = errors.New("redlock: no leader")
+
 	// ErrRefused means that so many nodes refused the request, in a way
 	// that trying again cannot change, that a quorum is out of reach: a
 	// wrong or missing password, an ACL that denies a command or key, a

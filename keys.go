@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	mathrand "math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,15 +32,16 @@ const (
 	// oldMarker is the one marker per node that versions before 0.3 wrote;
 	// it stays reserved so that no lock can clobber it.
 	oldMarker = "redlock:node"
+	// permitPrefix starts the name of each slot of a semaphore.
+	permitPrefix = "redlock:permit:"
+	// termPrefix starts the name of each election's term record.
+	termPrefix = "redlock:term:"
 )
 
 // FenceKey returns the name of the counter from which a node draws the
 // fences of the lock on key. It hashes to the same cluster slot as key.
 func FenceKey(key string) string {
-	if hasTag(key) {
-		return fencePrefix + key
-	}
-	return fencePrefix + "{" + slotTag(keySlot(key)) + "}" + key
+	return fencePrefix + slotSafe(key)
 }
 
 // MarkerKey returns the name of the hash in which a node records when its
@@ -50,9 +52,34 @@ func MarkerKey(key string) string {
 	return markerPrefix + "{" + slotTag(keySlot(key)) + "}"
 }
 
+// PermitKey returns the name of the lock key that holds slot i of the
+// semaphore on key (see Semaphore). It hashes to the same cluster slot as
+// key.
+func PermitKey(key string, i int) string {
+	return permitPrefix + strconv.Itoa(i) + ":" + slotSafe(key)
+}
+
+// TermKey returns the name of the record in which the leader of the
+// election on key names its term (see Election). It hashes to the same
+// cluster slot as key.
+func TermKey(key string) string {
+	return termPrefix + slotSafe(key)
+}
+
+// slotSafe returns key, or key behind the tag of its slot if it has no
+// tag of its own: appended to a prefix without braces, it hashes to key's
+// slot.
+func slotSafe(key string) string {
+	if hasTag(key) {
+		return key
+	}
+	return "{" + slotTag(keySlot(key)) + "}" + key
+}
+
 // reserved reports whether key names one of the client's own records.
 func reserved(key string) bool {
-	return key == oldMarker || strings.HasPrefix(key, markerPrefix) || strings.HasPrefix(key, fencePrefix)
+	return key == oldMarker || strings.HasPrefix(key, markerPrefix) || strings.HasPrefix(key, fencePrefix) ||
+		strings.HasPrefix(key, permitPrefix) || strings.HasPrefix(key, termPrefix)
 }
 
 // hasTag reports whether key has a hash tag: a "{" followed, later, by a
@@ -162,16 +189,27 @@ func tagSolver() (base uint16, inverse [16]uint16) {
 	return base, inverse
 }
 
-// A keyset is what a lock is on: one key, or several taken together.
+// A keyset is what a lock is on: one key, several keys taken together,
+// or one of the slots of a semaphore.
 type keyset struct {
-	// name is the key; for several keys, them joined by commas. It names
-	// the lock in errors, events and the Client's queue of waiters.
+	// name is the key; for several keys, them joined by commas; for a
+	// semaphore, its key. It names the lock in errors, events and the
+	// Client's queue of waiters.
 	name string
 	// all holds several keys, sorted and distinct; nil for one key.
 	all []string
+	// permits is a semaphore's number of slots, each a lock on
+	// PermitKey(name, i); 0 for a lock. slot is the slot a permit holds,
+	// once a round has granted one; -1 before.
+	permits, slot int
+	// owner is the label the lock's tokens carry, if not the Client's
+	// Options.Owner: an election candidate's value.
+	owner string
 }
 
-// keys returns the lock's keys.
+// keys returns the keys whose release announcements wake the lock's
+// waiters: the lock's keys, or a semaphore's key, on whose channel the
+// releases of all its slots are announced.
 func (k keyset) keys() []string {
 	if k.all == nil {
 		return []string{k.name}
@@ -180,30 +218,54 @@ func (k keyset) keys() []string {
 }
 
 // acquireCall returns the script, keys and arguments of an acquisition.
+// A semaphore's nodes look at its slots from a random one on.
 func (k keyset) acquireCall(token string, ttl, quarantine, fenceTTL time.Duration) (*driver.Script, []string, []string) {
 	args := []string{token, msString(ttl), msString(quarantine), msString(fenceTTL)}
-	if k.all == nil {
+	switch {
+	case k.permits > 0:
+		keys := append(k.slots(), MarkerKey(k.name))
+		return acquirePermitScript, keys, append(args, strconv.Itoa(k.permits), strconv.Itoa(mathrand.IntN(k.permits)))
+	case k.all == nil:
 		return acquireScript, []string{k.name, FenceKey(k.name), MarkerKey(k.name)}, args
 	}
 	return acquireAllScript, k.with(true, true), append(args, strconv.Itoa(len(k.all)))
 }
 
-// releaseCall returns the script, keys and arguments of a release.
+// releaseCall returns the script, keys and arguments of a release. A
+// semaphore's release looks at every slot, since a node may have granted
+// a round another slot than the one a quorum agreed on.
 func (k keyset) releaseCall(token string, fence int64, fenceTTL time.Duration) (*driver.Script, []string, []string) {
 	args := []string{token, strconv.FormatInt(fence, 10), msString(fenceTTL)}
-	if k.all == nil {
+	switch {
+	case k.permits > 0:
+		return releasePermitScript, k.slots(), append(args, strconv.Itoa(k.permits), strconv.Itoa(k.slot), k.name)
+	case k.all == nil:
 		return releaseScript, []string{k.name, FenceKey(k.name)}, args
 	}
 	return releaseAllScript, k.with(true, false), append(args, strconv.Itoa(len(k.all)))
 }
 
-// extendCall returns the script, keys and arguments of an extension.
+// extendCall returns the script, keys and arguments of an extension. A
+// permit is extended as a lock on its slot's key.
 func (k keyset) extendCall(token string, ttl time.Duration) (*driver.Script, []string, []string) {
 	args := []string{token, msString(ttl)}
-	if k.all == nil {
+	switch {
+	case k.permits > 0:
+		return extendScript, []string{PermitKey(k.name, k.slot), MarkerKey(k.name)}, args
+	case k.all == nil:
 		return extendScript, []string{k.name, MarkerKey(k.name)}, args
 	}
 	return extendAllScript, k.with(false, true), append(args, strconv.Itoa(len(k.all)))
+}
+
+// slots returns a semaphore's slot keys, then their fence counters.
+func (k keyset) slots() []string {
+	out := make([]string, 2*k.permits, 2*k.permits+1)
+	for i := range k.permits {
+		out[i] = PermitKey(k.name, i)
+		out[k.permits+i] = FenceKey(out[i])
+	}
+	return out
 }
 
 // with returns the keys, then their fence counters if fences, then the

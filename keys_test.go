@@ -44,7 +44,10 @@ func TestSlotTag(t *testing.T) {
 }
 
 // companions returns the keys a script call for key touches.
-func companions(key string) []string { return []string{key, FenceKey(key), MarkerKey(key)} }
+func companions(key string) []string {
+	return []string{key, FenceKey(key), MarkerKey(key), PermitKey(key, 0), PermitKey(key, MaxPermits-1),
+		FenceKey(PermitKey(key, 7)), TermKey(key)}
+}
 
 // awkwardKeys are keys whose braces are, or are not, hash tags.
 var awkwardKeys = []string{

@@ -21,8 +21,7 @@ import (
 // run one at a time.
 type Lock struct {
 	c     *Client
-	key   string   // the key; for several keys, them joined by commas
-	all   []string // LockAll: the keys, sorted; nil for one key
+	ks    keyset // what the lock is on; ks.name is its key
 	token string
 	ttl   time.Duration
 	fence int64
@@ -53,13 +52,11 @@ var errDeadline = fmt.Errorf("%w: its validity ended without an extension", ErrL
 
 // Key returns the lock's key. For a lock on several keys (LockAll) it
 // returns them, sorted, joined by commas.
-func (l *Lock) Key() string { return l.key }
+func (l *Lock) Key() string { return l.ks.name }
 
 // Keys returns the lock's keys, sorted: the one key of Lock and TryLock,
 // or those of LockAll without repeats.
-func (l *Lock) Keys() []string { return l.keyset().keys() }
-
-func (l *Lock) keyset() keyset { return keyset{name: l.key, all: l.all} }
+func (l *Lock) Keys() []string { return l.ks.keys() }
 
 // Token returns the value that marks this acquisition on the nodes: a
 // random token and, after a space, the owner's label (Options.Owner). It
@@ -147,7 +144,7 @@ func (l *Lock) deadline() {
 // lostNow tells the Observer that the lock was lost.
 func (l *Lock) lostNow(ctx context.Context, cause error) {
 	if l.c.obs != nil {
-		l.c.obs.Observe(ctx, LostEvent{Key: l.key, Fence: l.fence, Held: time.Since(l.start), Cause: cause})
+		l.c.obs.Observe(ctx, LostEvent{Key: l.ks.name, Fence: l.fence, Held: time.Since(l.start), Cause: cause})
 	}
 }
 
@@ -182,7 +179,7 @@ func (l *Lock) endLocked(cause error) {
 // Extend returns ErrReleased after Release, and an error wrapping
 // ErrInvalid for a bad ttl.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
-	ctx, ev := l.c.begin(ctx, "extend", l.key)
+	ctx, ev := l.c.begin(ctx, "extend", l.ks.name)
 	defer func() {
 		if err == nil && l.c.obs != nil {
 			ev.Until = l.Until()
@@ -201,7 +198,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	l.mu.Lock()
 	until, released, lost := l.until, l.released, l.lost
 	l.mu.Unlock()
-	e := &OpError{Op: "extend", Key: l.key, Quorum: l.c.quorum, Rounds: 1}
+	e := &OpError{Op: "extend", Key: l.ks.name, Quorum: l.c.quorum, Rounds: 1}
 	switch {
 	case released:
 		return ErrReleased
@@ -214,7 +211,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		e.Err = ErrExpired
 		return e
 	}
-	r, extended := l.c.extendRound(ctx, l.last, l.keyset(), l.token, ttl, timeout)
+	r, extended := l.c.extendRound(ctx, l.last, l.ks, l.token, ttl, timeout)
 	l.last = r
 	ok := false
 	if extended {
@@ -226,7 +223,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		l.mu.Unlock()
 	}
 	r.decide(ok)
-	l.c.report(ctx, "extend", l.key, 1, r)
+	l.c.report(ctx, "extend", l.ks.name, 1, r)
 	if ok {
 		return nil
 	}
@@ -279,7 +276,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 //
 // A second Release returns ErrReleased.
 func (l *Lock) Release(ctx context.Context) (err error) {
-	ctx, ev := l.c.begin(ctx, "release", l.key)
+	ctx, ev := l.c.begin(ctx, "release", l.ks.name)
 	defer func() {
 		ev.Held = time.Since(l.start)
 		l.c.end(ctx, ev, err)
@@ -307,15 +304,15 @@ func (l *Lock) release(ctx context.Context) error {
 	// A release within the validity that a quorum confirms is all the
 	// caller needs to hear; one after the deadline, or one that finds the
 	// lock gone, is reported with every node's answer.
-	r := l.c.releaseRound(ctx, l.last, l.keyset(), l.token, l.fence, l.c.fenceTTL(l.ttl), expired)
+	r := l.c.releaseRound(ctx, l.last, l.ks, l.token, l.fence, l.c.fenceTTL(l.ttl), expired)
 	r.decide(r.count(OK) >= l.c.quorum)
-	l.c.report(ctx, "release", l.key, 1, r)
+	l.c.report(ctx, "release", l.ks.name, 1, r)
 	// A goroutine of this Client that waits for the key is woken at once.
 	// Otherwise, if the release woke waiters elsewhere, this Client holds
 	// back before it takes the key again, so that one of them gets its
 	// turn.
-	if local := l.c.wakeLocal(l.key); !local && r.woke > 0 {
-		l.c.noteHandoff(l.key)
+	if local := l.c.wakeLocal(l.ks.name); !local && r.woke > 0 {
+		l.c.noteHandoff(l.ks.name)
 	}
 	var reason error
 	switch {
@@ -330,7 +327,7 @@ func (l *Lock) release(ctx context.Context) error {
 	default:
 		reason = ErrNoQuorum
 	}
-	return &OpError{Op: "release", Key: l.key, Quorum: l.c.quorum, Rounds: 1, Nodes: r.results, Err: reason}
+	return &OpError{Op: "release", Key: l.ks.name, Quorum: l.c.quorum, Rounds: 1, Nodes: r.results, Err: reason}
 }
 
 // A watchdog extends a lock in the background.
@@ -381,7 +378,7 @@ func (l *Lock) keepAlive(w *watchdog, limit int) {
 		case errors.Is(err, ErrNoQuorum):
 			wait = min(l.c.retryDelay(), interval)
 		default:
-			l.c.log.Info("redlock: automatic extension stopped", "key", l.key, "err", err)
+			l.c.log.Info("redlock: automatic extension stopped", "key", l.ks.name, "err", err)
 			return
 		}
 	}

@@ -25,7 +25,11 @@ func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n in
 	key := ks.name
 	// Step 1: a fresh token, which carries the owner's label; t0 is read
 	// in send, just before the first request goes out.
-	token := newToken(c.opts.Owner)
+	owner := ks.owner
+	if owner == "" {
+		owner = c.opts.Owner
+	}
+	token := newToken(owner)
 	q := c.quarantineFor(ttl)
 
 	// Step 2: SET key token NX PX ttl on all nodes at once, each request
@@ -33,11 +37,16 @@ func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n in
 	// and what the quarantine needs: its age and the largest TTL it knows.
 	heardAll := c.lastHeardAll()
 	script, keys, args := ks.acquireCall(token, ttl, q, c.fenceTTL(ttl))
-	r := c.send(ctx, c.nodeTimeout(ttl), 1, script, decodeAcquire, keys, args, nil)
+	decode := decodeAcquire
+	if ks.permits > 0 {
+		decode = decodePermit
+	}
+	r := c.send(ctx, c.nodeTimeout(ttl), 1, script, decode, keys, args, nil)
 	r.heardAll = heardAll
 
 	// Step 3: a quorum of grants from nodes out of quarantine, with
-	// validity left: ttl − elapsed − drift > 0.
+	// validity left: ttl − elapsed − drift > 0. A semaphore's grants count
+	// for the slot they are of: the permit is the slot a quorum granted.
 	granted := r.collect(c.quorum, q)
 	until := validUntil(r.start, ttl, c.drift(ttl))
 	valid := granted && time.Now().Before(until)
@@ -49,7 +58,11 @@ func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n in
 	var e *OpError
 	var clean *round
 	if valid {
-		l = &Lock{c: c, key: key, all: ks.all, token: token, ttl: ttl, fence: r.fence,
+		_, slot := r.votes()
+		if ks.permits > 0 {
+			ks.slot = slot
+		}
+		l = &Lock{c: c, ks: ks, token: token, ttl: ttl, fence: r.fenceOf(slot),
 			start: r.start, until: until, last: r}
 	} else {
 		// Step 5: a failed round is undone on every node.
@@ -303,8 +316,7 @@ func (r *round) collect(quorum int, quarantine time.Duration) bool {
 		if r.granted(quorum, quarantine) && (quarantine == 0 || !r.leansOnUnheard(max(youngHorizon, quarantine))) {
 			return true
 		}
-		answered := len(r.results) - r.pending
-		if refused := answered - r.count(OK); refused > len(r.results)-quorum {
+		if best, _ := r.votes(); best+r.pending < quorum {
 			return false
 		}
 	}
@@ -321,7 +333,39 @@ func (r *round) granted(quorum int, quarantine time.Duration) bool {
 	if quarantine > 0 {
 		r.quarantine(max(quarantine, r.maxTTL))
 	}
-	return r.count(OK) >= quorum
+	best, _ := r.votes()
+	return best >= quorum
+}
+
+// votes returns the most grants that one slot got so far, and that slot.
+// A lock has one slot, 0; a semaphore's nodes may grant different ones.
+func (r *round) votes() (best, slot int) {
+	for i, res := range r.results {
+		if res.Outcome != OK {
+			continue
+		}
+		s, n := r.decoded[i].slot, 0
+		for j := range r.results {
+			if r.results[j].Outcome == OK && r.decoded[j].slot == s {
+				n++
+			}
+		}
+		if n > best {
+			best, slot = n, s
+		}
+	}
+	return best, slot
+}
+
+// fenceOf returns the largest fence that the nodes granting slot gave.
+func (r *round) fenceOf(slot int) int64 {
+	var f int64
+	for i, res := range r.results {
+		if res.Outcome == OK && r.decoded[i].slot == slot {
+			f = max(f, res.Fence)
+		}
+	}
+	return f
 }
 
 // leansOnUnheard reports whether a grant came from a node younger than

@@ -36,6 +36,14 @@ var (
 	releaseAllSrc string
 	//go:embed lua/extend_all.lua
 	extendAllSrc string
+	//go:embed lua/acquire_permit.lua
+	acquirePermitSrc string
+	//go:embed lua/release_permit.lua
+	releasePermitSrc string
+	//go:embed lua/elect.lua
+	electSrc string
+	//go:embed lua/leader.lua
+	leaderSrc string
 
 	acquireScript = driver.NewScript("acquire", nodeSrc+acquireSrc)
 	releaseScript = driver.NewScript("release", releaseSrc)
@@ -50,20 +58,31 @@ var (
 	acquireAllScript = driver.NewScript("acquire_all", nodeSrc+acquireAllSrc)
 	releaseAllScript = driver.NewScript("release_all", releaseAllSrc)
 	extendAllScript  = driver.NewScript("extend_all", extendAllSrc)
+
+	// The scripts of a semaphore (Semaphore); a permit is extended as a
+	// lock on its slot's key.
+	acquirePermitScript = driver.NewScript("acquire_permit", nodeSrc+acquirePermitSrc)
+	releasePermitScript = driver.NewScript("release_permit", releasePermitSrc)
+
+	// The scripts of an election (Election), besides the lock's.
+	electScript  = driver.NewScript("elect", holderSrc+electSrc)
+	leaderScript = driver.NewScript("leader", "#!lua flags=no-writes\n"+holderSrc+leaderSrc)
 )
 
 // Scripts returns every script the client may run, so that a node can
 // load them ahead of time (SCRIPT LOAD) if it wishes.
 func Scripts() []*driver.Script {
 	return []*driver.Script{acquireScript, releaseScript, extendScript, probeScript, inspectScript, forceScript,
-		acquireAllScript, releaseAllScript, extendAllScript}
+		acquireAllScript, releaseAllScript, extendAllScript, acquirePermitScript, releasePermitScript,
+		electScript, leaderScript}
 }
 
 // A decoded reply, as the decode function of a round makes it.
 type decoded struct {
 	outcome Outcome
 	ttl     time.Duration // Taken: the holder's TTL; Quarantined: the wait
-	fence   int64         // OK from acquire: the node's fence
+	fence   int64         // OK from acquire: the node's fence; leader: the leader's term
+	slot    int           // OK from acquire: the semaphore slot granted; 0 for a lock
 	age     time.Duration // acquire, probe: how long ago the node's process started
 	maxTTL  time.Duration // acquire, probe: the largest TTL the node has seen
 	clock   int64         // probe: the node's clock in ms since 1970; inspect: in µs
@@ -97,6 +116,40 @@ func decodeAcquire(v any) decoded {
 	default:
 		return unexpected("acquire", v)
 	}
+	return d
+}
+
+// decodePermit decodes the reply of the acquire_permit script: what
+// decodeAcquire decodes, and the slot granted as a fifth element.
+func decodePermit(v any) decoded {
+	a, ok := ints(v, 5)
+	if !ok {
+		return unexpected("acquire_permit", v)
+	}
+	d := decodeAcquire(a[:4])
+	switch {
+	case d.outcome == OK && a[4] >= 0 && a[4] < MaxPermits:
+		d.slot = int(a[4])
+	case d.outcome != Failed && d.outcome != OK && a[4] == -1:
+	default:
+		return unexpected("acquire_permit", v)
+	}
+	return d
+}
+
+// decodeLeader decodes the reply of the leader script: {held, id, value,
+// pttl, term}.
+func decodeLeader(v any) decoded {
+	a, ok := v.([]any)
+	if !ok || len(a) != 5 {
+		return unexpected("leader", v)
+	}
+	d, ok := decodeHolder(a[:4])
+	term, ok1 := a[4].(int64)
+	if !ok || !ok1 || term < 0 {
+		return unexpected("leader", v)
+	}
+	d.fence = term
 	return d
 }
 

@@ -2,6 +2,7 @@ package goredisnode_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -123,4 +124,63 @@ func Example_lockAll() {
 	// Output:
 	// [{order:42}:invoice {order:42}:stock]
 	// one of the keys alone is taken too
+}
+
+// A Semaphore lets at most n holders in at once, each with a fenced
+// permit on a slot of its own.
+func Example_semaphore() {
+	locks, closeAll := exampleClient("")
+	defer closeAll()
+	ctx := context.Background()
+	encoders := locks.Semaphore("video-encoders", 2)
+	var permits []*redlock.Permit
+	for range 2 {
+		p, err := encoders.Acquire(ctx, 10*time.Second)
+		if err != nil {
+			log.Fatal(err)
+		}
+		permits = append(permits, p)
+	}
+	fmt.Println("two permits on different slots:", permits[0].Slot() != permits[1].Slot())
+	if _, err := encoders.TryAcquire(ctx, 10*time.Second); errors.Is(err, redlock.ErrTaken) {
+		fmt.Println("a third waits")
+	}
+	for _, p := range permits {
+		if err := p.Release(ctx); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Output:
+	// two permits on different slots: true
+	// a third waits
+}
+
+// An Election chooses one leader at a time; its term rises from each
+// leader to the next, and fences out a leader that lost its lead.
+func Example_election() {
+	locks, closeAll := exampleClient("")
+	defer closeAll()
+	ctx := context.Background()
+	election := locks.Election("scheduler-leader", 10*time.Second)
+	lead, err := election.Campaign(ctx, "10.0.0.7:8080")
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Others read who leads, and its term.
+	leader, err := election.Leader(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("leader:", leader.Value, "same term:", leader.Term == lead.Term())
+	// The leadership renews itself; work done as leader stops when
+	// lead.Context() is done.
+	if err := lead.Resign(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := election.Leader(ctx); errors.Is(err, redlock.ErrNoLeader) {
+		fmt.Println("no leader after resigning")
+	}
+	// Output:
+	// leader: 10.0.0.7:8080 same term: true
+	// no leader after resigning
 }

@@ -302,7 +302,26 @@ func scriptSteps(key string) []step {
 		allStep("acquire_all", key, "tok1", granted),
 		allStep("extend_all", key, "tok1", done),
 		allStep("release_all", key, "tok1", done),
+		// A permit of a semaphore of two, and an election's leader.
+		permitStep("acquire_permit", key, "tok1", granted),
+		permitStep("acquire_permit", key, "tok1", granted), // a retried acquire finds its grant
+		permitStep("release_permit", key, "tok1", done),
+		acquireStep(key+":elect", "tok1", "60000", granted),
+		{script: "elect", keys: []string{key + ":elect", redlock.TermKey(key + ":elect")}, args: []string{"tok1", "7", fenceTTL}, want: done},
+		{script: "leader", keys: []string{key + ":elect", redlock.TermKey(key + ":elect")}, want: granted},
 	}
+}
+
+// permitStep is a step of the scripts of a semaphore of two permits on
+// key, with token; the keys and arguments are spelt out as the lock client
+// passes them, for slot 0.
+func permitStep(script, key, token string, want any) step {
+	s0, s1 := redlock.PermitKey(key, 0), redlock.PermitKey(key, 1)
+	keys := []string{s0, s1, redlock.FenceKey(s0), redlock.FenceKey(s1)}
+	if script == "acquire_permit" {
+		return step{script, append(keys, redlock.MarkerKey(key)), []string{token, "60000", "0", fenceTTL, "2", "0"}, want}
+	}
+	return step{script, keys, []string{token, "0", fenceTTL, "2", "0", key}, want}
 }
 
 // allStep is a step of the scripts of a lock on two keys that share the

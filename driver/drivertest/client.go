@@ -79,6 +79,8 @@ func TestClient[N Node](t *testing.T, dial func(url string) (N, error)) {
 	t.Run("Refused", s.testRefused)
 	t.Run("Operations", s.testOperations)
 	t.Run("LockAll", s.testLockAll)
+	t.Run("Semaphore", s.testSemaphore)
+	t.Run("Election", s.testElection)
 	t.Run("ClusterNode", s.testClusterNode)
 	t.Run("ClusterReshard", s.testClusterReshard)
 	t.Run("FailoverQuarantine", s.testFailoverQuarantine)

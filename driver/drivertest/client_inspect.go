@@ -18,12 +18,12 @@ import (
 
 // LeastPrivilege is the ACL rule set, for ACL SETUSER, with which a user
 // can do everything the lock client does (Lock, Extend, Release,
-// AutoExtend, notified waiting, Probe, Inspect and ForceRelease) on lock
-// keys that start with "locks:", and nothing else: no FLUSHALL, CONFIG or
-// KEYS, and no other keys.
+// AutoExtend, notified waiting, Probe, Inspect, ForceRelease, semaphores
+// and elections) on keys that start with "locks:", and nothing else: no
+// FLUSHALL, CONFIG or KEYS, and no other keys.
 var LeastPrivilege = []string{
 	"resetkeys", "~locks:*", "~redlock:*",
-	"resetchannels", "&redlock:released:*",
+	"resetchannels", "&redlock:released:*", "&redlock:leader:*",
 	"-@all", "+hello", "+ping", "+evalsha", "+eval", "+subscribe", "+unsubscribe",
 	"+get", "+set", "+del", "+pexpire", "+pttl", "+hget", "+hmget", "+hset",
 	"+time", "+info", "+lastsave", "+publish",
@@ -298,6 +298,25 @@ func (s *suite) testLeastPrivilege(t *testing.T) {
 	}
 	if err := l.Release(ctx); !errors.Is(err, redlock.ErrLockLost) {
 		t.Errorf("Release after ForceRelease: %v, want ErrLockLost", err)
+	}
+	// A permit of a semaphore, and an election's leadership.
+	p, err := c.Semaphore(key+":sem", 2).Acquire(ctx, 2*time.Second)
+	if err != nil {
+		t.Fatalf("Semaphore.Acquire: %v", err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatalf("Permit.Release: %v", err)
+	}
+	e := c.Election(key+":elect", 2*time.Second)
+	lead, err := e.Campaign(ctx, "me")
+	if err != nil {
+		t.Fatalf("Campaign: %v", err)
+	}
+	if info, err := c2.Election(key+":elect", 2*time.Second).Leader(ctx); err != nil || info.Term != lead.Term() {
+		t.Errorf("Leader: %+v, %v; want term %d", info, err, lead.Term())
+	}
+	if err := lead.Resign(ctx); err != nil {
+		t.Fatalf("Resign: %v", err)
 	}
 	// What the user cannot do.
 	for _, cmd := range [][]string{{"FLUSHALL"}, {"CONFIG", "GET", "maxmemory"}, {"KEYS", "*"}, {"GET", "other:key"}} {

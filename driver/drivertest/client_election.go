@@ -1,0 +1,210 @@
+package drivertest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+)
+
+// testElection: leader election with terms (Client.Election).
+func (s *suite) testElection(t *testing.T) {
+	t.Run("CampaignResignObserve", s.testElectionTurns)
+	t.Run("RenewsItself", s.testElectionRenews)
+	t.Run("LossIsVisible", s.testElectionLoss)
+	t.Run("NotEstablished", s.testElectionNotEstablished)
+	t.Run("Invalid", s.testElectionInvalid)
+}
+
+// testElectionTurns: one candidate leads, Leader and Observe name it and
+// its term; a second waits, and leads with a higher term once the first
+// resigns; Observe reports the change.
+func (s *suite) testElectionTurns(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	ctx, key := ctxT(t), keyFor(t)
+	// Candidates poll once an hour: only a resignation's announcement
+	// wakes the second.
+	opts := &redlock.Options{RetryDelay: time.Hour}
+	ea := s.client(t, cl.urls(), opts).Election(key, 2*time.Second)
+	eb := s.client(t, cl.urls(), opts).Election(key, 2*time.Second)
+	watcher := s.client(t, cl.urls(), nil).Election(key, 2*time.Second)
+
+	octx, stop := context.WithCancel(ctx)
+	defer stop()
+	seen := watcher.Observe(octx)
+	if info := next(t, seen); info.Term != 0 {
+		t.Fatalf("Observe before any campaign: %+v, want no leader", info)
+	}
+
+	a, err := ea.Campaign(ctx, "a:9000")
+	if err != nil {
+		t.Fatalf("Campaign: %v", err)
+	}
+	if a.Value() != "a:9000" || a.Term() <= 0 {
+		t.Errorf("leadership: value %q, term %d", a.Value(), a.Term())
+	}
+	info, err := watcher.Leader(ctx)
+	if err != nil {
+		t.Fatalf("Leader: %v", err)
+	}
+	if info.Value != "a:9000" || info.Term != a.Term() || !info.Ends.After(time.Now()) {
+		t.Errorf("Leader() = %+v, want a:9000 with term %d", info, a.Term())
+	}
+	if info := next(t, seen); info.Value != "a:9000" || info.Term != a.Term() {
+		t.Errorf("Observe after the campaign: %+v, want a:9000 with term %d", info, a.Term())
+	}
+
+	got := make(chan *redlock.Leadership, 1)
+	go func() {
+		b, err := eb.Campaign(ctx, "b:9000")
+		if err != nil {
+			t.Errorf("the second Campaign: %v", err)
+		}
+		got <- b
+	}()
+	time.Sleep(200 * time.Millisecond) // let the second candidate try once and subscribe
+	select {
+	case <-got:
+		t.Fatal("a second candidate leads while the first has not resigned")
+	default:
+	}
+	if err := a.Resign(ctx); err != nil {
+		t.Fatalf("Resign: %v", err)
+	}
+	var b *redlock.Leadership
+	select {
+	case b = <-got:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the second candidate was not woken by the resignation")
+	}
+	if b == nil {
+		return
+	}
+	defer b.Resign(ctx)
+	if b.Term() <= a.Term() {
+		t.Errorf("the second leader's term %d is not above the first's %d", b.Term(), a.Term())
+	}
+	if cause := context.Cause(a.Context()); !errors.Is(cause, redlock.ErrReleased) {
+		t.Errorf("the resigned leadership's context: %v, want ErrReleased", cause)
+	}
+	// Observe may report the moment without a leader in between.
+	for info := next(t, seen); info.Term != b.Term(); info = next(t, seen) {
+		if info.Term != 0 {
+			t.Fatalf("Observe reported %+v between the leaders", info)
+		}
+	}
+}
+
+// next returns the next report of an Observe channel, within 10s.
+func next(t *testing.T, ch <-chan redlock.LeaderInfo) redlock.LeaderInfo {
+	t.Helper()
+	select {
+	case info, ok := <-ch:
+		if !ok {
+			t.Fatal("Observe's channel closed")
+		}
+		return info
+	case <-time.After(10 * time.Second):
+		t.Fatal("Observe reported nothing for 10s")
+	}
+	return redlock.LeaderInfo{}
+}
+
+// testElectionRenews: a leadership outlives its TTL many times over while
+// its process runs.
+func (s *suite) testElectionRenews(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	ctx, key := ctxT(t), keyFor(t)
+	e := s.client(t, cl.urls(), nil).Election(key, 300*time.Millisecond)
+	l, err := e.Campaign(ctx, "only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	select {
+	case <-l.Context().Done():
+		t.Fatalf("the leadership ended while its process ran: %v", context.Cause(l.Context()))
+	default:
+	}
+	info, err := e.Leader(ctx)
+	if err != nil || info.Term != l.Term() {
+		t.Fatalf("Leader() after 5 TTLs = %+v, %v; want term %d", info, err, l.Term())
+	}
+	if err := l.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Leader(ctx); !errors.Is(err, redlock.ErrNoLeader) {
+		t.Errorf("Leader() after Resign: %v, want ErrNoLeader", err)
+	}
+}
+
+// testElectionLoss: a leader whose lock is gone from a majority finds out
+// at its next renewal: its context ends with ErrLockLost.
+func (s *suite) testElectionLoss(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	ctx, key := ctxT(t), keyFor(t)
+	e := s.client(t, cl.urls(), nil).Election(key, 600*time.Millisecond)
+	l, err := e.Campaign(ctx, "doomed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, srv := range cl.servers[:2] {
+		srv.MustDo(t, "DEL", key)
+	}
+	select {
+	case <-l.Context().Done():
+		if cause := context.Cause(l.Context()); !errors.Is(cause, redlock.ErrLockLost) {
+			t.Errorf("the lost leadership's context: %v, want ErrLockLost", cause)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leadership's context did not end after its lock was gone")
+	}
+	if _, err := e.Leader(ctx); !errors.Is(err, redlock.ErrNoLeader) {
+		t.Errorf("Leader() after the loss: %v, want ErrNoLeader", err)
+	}
+}
+
+// testElectionNotEstablished: a lock on the election's key without a
+// recorded term, as a candidate holds it before Campaign returns, is no
+// leader yet.
+func (s *suite) testElectionNotEstablished(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	c := s.client(t, cl.urls(), nil)
+	ctx, key := ctxT(t), keyFor(t)
+	l, err := c.TryLock(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.settle(t, key, l.Token())
+	if _, err := c.Election(key, time.Second).Leader(ctx); !errors.Is(err, redlock.ErrNoLeader) {
+		t.Errorf("Leader() with the key locked but no term: %v, want ErrNoLeader", err)
+	}
+	l.Release(ctx)
+}
+
+// testElectionInvalid: a bad value, key or TTL is refused before any node
+// is asked.
+func (s *suite) testElectionInvalid(t *testing.T) {
+	cl := startCluster(t, 1, false)
+	c := s.client(t, cl.urls(), nil)
+	ctx, key := ctxT(t), keyFor(t)
+	for _, tt := range []struct {
+		key, value string
+		ttl        time.Duration
+	}{
+		{key, "line\nbreak", time.Second},
+		{key, string(make([]byte, redlock.MaxValueLen+1)), time.Second},
+		{"", "v", time.Second},
+		{redlock.TermKey(key), "v", time.Second},
+		{key, "v", 0},
+	} {
+		if _, err := c.Election(tt.key, tt.ttl).Campaign(ctx, tt.value); !errors.Is(err, redlock.ErrInvalid) {
+			t.Errorf("Campaign(%q) on %q with TTL %v: %v, want ErrInvalid", tt.value, tt.key, tt.ttl, err)
+		}
+	}
+	if _, err := c.Election("", time.Second).Leader(ctx); !errors.Is(err, redlock.ErrInvalid) {
+		t.Errorf("Leader() on an empty key: %v, want ErrInvalid", err)
+	}
+}

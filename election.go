@@ -1,0 +1,243 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// An Election chooses one leader among the candidates that campaign on a
+// key, with a term number that rises from each leader to the next: leader
+// election in the manner of etcd's concurrency.Election, on the Client's
+// nodes.
+//
+// Leadership is a lock on the key whose token carries the leader's value,
+// renewed in the background (Lock.AutoExtend) for as long as the process
+// runs, and lost, visibly, when a renewal cannot be made within its
+// validity: the leadership's Context ends. At most one candidate leads at
+// any moment, under the lock's assumptions (see the package
+// documentation). The term is the lock's fence: greater than every earlier
+// leader's term, under the assumptions of Lock.Fence, so a resource that
+// rejects writes with a term lower than the highest it has seen is safe
+// from a leader that lost its leadership without noticing.
+//
+// An Election is safe for concurrent use.
+type Election struct {
+	c   *Client
+	key string
+	ttl time.Duration
+}
+
+// MaxValueLen is the longest value a candidate may campaign with, in
+// bytes.
+const MaxValueLen = MaxOwnerLen
+
+// leaderPrefix starts the channel on which a new leader is announced.
+const leaderPrefix = "redlock:leader:"
+
+// Election returns the election on key, whose leaders hold their
+// leadership for ttl at a time, renewing it before it runs out. It does
+// not talk to any node. A bad key or ttl makes Campaign fail with an error
+// wrapping ErrInvalid. Every candidate of an election should use the same
+// ttl: it also bounds how long a leader that dies keeps the others
+// waiting.
+func (c *Client) Election(key string, ttl time.Duration) *Election {
+	return &Election{c: c, key: key, ttl: ttl}
+}
+
+// Key returns the election's key.
+func (e *Election) Key() string { return e.key }
+
+// Campaign waits until this candidate leads, or until ctx is done, and
+// returns its leadership. The value, at most MaxValueLen bytes of UTF-8
+// text such as an address, is what Leader and Observe tell others of the
+// leader.
+//
+// Campaign waits as Lock does, woken when a leader resigns. Once it holds
+// the lock it records its term on the nodes; if a quorum does not confirm
+// that within the lock's validity, it gives the lock up and campaigns on.
+// The errors are those of Lock.
+func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, error) {
+	bad := checkKey(e.key)
+	if bad == nil {
+		bad = checkLabel("value", value)
+	}
+	ks := keyset{name: e.key, owner: value}
+	for {
+		l, err := e.c.obtainSet(ctx, ks, bad, e.ttl, true)
+		if err != nil {
+			return nil, err
+		}
+		if e.c.publishTerm(ctx, l) {
+			l.AutoExtend(0)
+			return &Leadership{l: l, value: value}, nil
+		}
+		// The lock ends by its TTL if this release fails too.
+		_ = l.Release(ctx)
+	}
+}
+
+// publishTerm records l's term in the election's term record on every
+// node, and reports whether a quorum did so within l's validity.
+func (c *Client) publishTerm(ctx context.Context, l *Lock) bool {
+	timeout := min(time.Until(l.Until()), c.nodeTimeout(l.ttl))
+	if timeout <= 0 {
+		return false
+	}
+	l.op.Lock()
+	defer l.op.Unlock()
+	r := c.send(ctx, timeout, 1, electScript, decodeStatus,
+		[]string{l.ks.name, TermKey(l.ks.name)},
+		[]string{l.token, strconv.FormatInt(l.fence, 10), msString(c.fenceTTL(l.ttl))}, l.last)
+	ok := r.collect(c.quorum, 0)
+	if !ok {
+		r.drain()
+	}
+	r.decide(ok)
+	c.report(ctx, "elect", l.ks.name, 1, r)
+	return ok && time.Now().Before(l.Until())
+}
+
+// A Leadership is a candidate's lead in an Election, as Campaign returns
+// it. It renews itself in the background until Resign, or until it is
+// lost.
+type Leadership struct {
+	l     *Lock
+	value string
+}
+
+// Term returns the leadership's term: greater than the term of every
+// earlier leader of the election (see Election).
+func (l *Leadership) Term() int64 { return l.l.Fence() }
+
+// Value returns the value the leader campaigned with.
+func (l *Leadership) Value() string { return l.value }
+
+// Until returns when the leadership ends unless it is renewed; see
+// Lock.Until.
+func (l *Leadership) Until() time.Time { return l.l.Until() }
+
+// Context returns a context that is done when the leadership ends: when a
+// renewal finds that a quorum no longer holds it, when it runs out
+// without one, or on Resign. Its cause, from context.Cause, wraps
+// ErrLockLost when the leadership was lost and is ErrReleased after Resign.
+// Work done as leader should stop when the context is done.
+func (l *Leadership) Context() context.Context { return l.l.Context() }
+
+// Resign gives the leadership up, so that another candidate can lead at
+// once. It returns nil once a quorum confirmed; see Lock.Release.
+func (l *Leadership) Resign(ctx context.Context) error { return l.l.Release(ctx) }
+
+// LeaderInfo is what Leader and Observe tell of an election's leader.
+type LeaderInfo struct {
+	// Value is the leader's value (see Campaign); ID identifies its
+	// leadership (see Lock.ID).
+	Value string
+	ID    string
+	// Term is the leader's term; 0 when no candidate leads (Observe only).
+	Term int64
+	// Ends is when fewer than a quorum of nodes will hold the leadership
+	// if it is not renewed, estimated from the nodes' remaining TTLs.
+	Ends time.Time
+}
+
+// Leader reads who leads the election, in one round that changes nothing.
+// It returns an error wrapping ErrNoLeader when no candidate leads, or
+// when one has taken the lock but not yet recorded its term on a quorum
+// (Campaign has not returned), and one wrapping ErrNoQuorum when too few
+// nodes answered to tell.
+func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
+	if err := checkKey(e.key); err != nil {
+		return LeaderInfo{}, &OpError{Op: "leader", Key: e.key, Err: err}
+	}
+	c := e.c
+	r := c.send(ctx, c.opts.ReleaseTimeout, 2, leaderScript, decodeLeader,
+		[]string{e.key, TermKey(e.key)}, nil, nil)
+	r.drain()
+	r.decide(r.count(OK) >= c.quorum)
+	c.report(ctx, "leader", e.key, 1, r)
+	if r.count(OK) < c.quorum {
+		return LeaderInfo{}, &OpError{Op: "leader", Key: e.key, Quorum: c.quorum, Rounds: 1, Nodes: r.results, Err: ErrNoQuorum}
+	}
+	holding := map[string][]int{} // holder ID → the nodes that hold it
+	for i, res := range r.results {
+		if res.Outcome == OK && r.decoded[i].holder != "" {
+			id := r.decoded[i].holder
+			holding[id] = append(holding[id], i)
+		}
+	}
+	for id, nodes := range holding {
+		if len(nodes) < c.quorum {
+			continue
+		}
+		info := LeaderInfo{ID: id}
+		ttls := make([]time.Duration, 0, len(nodes))
+		for _, i := range nodes {
+			d := r.decoded[i]
+			info.Value = d.owner
+			info.Term = max(info.Term, d.fence)
+			ttls = append(ttls, d.ttl)
+		}
+		if info.Term == 0 {
+			break
+		}
+		slices.Sort(ttls)
+		info.Ends = r.start.Add(ttls[len(ttls)-c.quorum])
+		return info, nil
+	}
+	return LeaderInfo{}, &OpError{Op: "leader", Key: e.key, Quorum: c.quorum, Rounds: 1, Nodes: r.results, Err: ErrNoLeader}
+}
+
+// Observe reports the election's leader on the returned channel: at once,
+// and then whenever it changes, until ctx is done, when the channel is
+// closed. A LeaderInfo with Term 0 says that no candidate leads. Observe
+// learns of a new leader and of a resignation from the nodes'
+// announcements, and of a leadership that ran out by reading the nodes
+// again when it should end, and at least every quarter of the election's
+// TTL. A reader that falls behind misses intermediate leaders, not the
+// latest.
+func (e *Election) Observe(ctx context.Context) <-chan LeaderInfo {
+	out := make(chan LeaderInfo, 1)
+	go e.observe(ctx, out)
+	return out
+}
+
+func (e *Election) observe(ctx context.Context, out chan LeaderInfo) {
+	defer close(out)
+	wake := e.c.subscribe(ctx, []string{releasedPrefix + e.key, leaderPrefix + e.key})
+	poll := min(max(e.ttl/4, 10*time.Millisecond), time.Second)
+	first := true
+	var last LeaderInfo
+	for {
+		info, err := e.Leader(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil || errors.Is(err, ErrNoLeader) {
+			if first || info.ID != last.ID || info.Term != last.Term {
+				// Keep only the latest in the channel's one place.
+				select {
+				case <-out:
+				default:
+				}
+				out <- info
+				first, last = false, info
+			}
+		}
+		next := poll
+		if info.Term != 0 {
+			next = min(next, max(time.Until(info.Ends), time.Millisecond))
+		}
+		t := time.NewTimer(next)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}

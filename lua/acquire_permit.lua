@@ -1,0 +1,62 @@
+-- acquire_permit.lua: take one permit of a semaphore on one node: a lock
+-- on the first free one of its n slots. Runs after node.lua.
+--
+-- KEYS[1..n]     the slots' lock keys, slot 0 first
+-- KEYS[n+1..2n]  their fence counters, in the same order
+-- KEYS[2n+1]     the node marker of the semaphore's hash slot
+-- ARGV[1..4]     as acquire.lua: token, TTL, quarantine, fence counter TTL
+-- ARGV[5]        n
+-- ARGV[6]        the slot to look at first, from 0 to n-1; the others
+--                follow in order, wrapping around
+--
+-- Returns what acquire.lua returns, with the slot as a fifth element:
+--   { 1, fence, age, maxttl, slot}  the slot's key now holds the token
+--   { 0, pttl,  age, maxttl, -1}    every slot is held by another token;
+--                                   pttl is the shortest time one of them
+--                                   has left
+--   {-1, wait,  age, maxttl, -1}    the node is in quarantine
+--
+-- A slot is a lock like any other: acquire.lua's SET NX PX on its key,
+-- with its own fence counter, so that a permit is extended and released
+-- as a lock on its slot's key is. Every client looks at the slots in the
+-- order its round asks for, so the nodes of one round, whose slots are
+-- alike unless clients contend, grant the same slot.
+local n, first = tonumber(ARGV[5]), tonumber(ARGV[6])
+local now = now_us()
+local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
+local mk = KEYS[2 * n + 1]
+local start, maxttl = marker(mk, now, quarantine > 0)
+if quarantine > maxttl or ttl > maxttl then
+	maxttl = math.max(quarantine, ttl, maxttl)
+	redis.call('HSET', mk, 'maxttl', maxttl)
+end
+local age = math.max(math.floor((now - start) / 1000), 0)
+if quarantine > 0 and age < maxttl then
+	return {-1, maxttl - age, age, maxttl, -1}
+end
+local shortest
+for j = 0, n - 1 do
+	local slot = (first + j) % n
+	local key, counter = KEYS[slot + 1], KEYS[n + slot + 1]
+	local v = redis.call('GET', key)
+	if v == ARGV[1] then
+		-- A client library re-sending the call after the first reply was
+		-- lost finds its own grant, as in acquire.lua.
+		return {1, tonumber(redis.call('GET', counter)) or 0, age, maxttl, slot}
+	end
+	if not v then
+		redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
+		local fence = now
+		local old = tonumber(redis.call('SET', counter, string.format('%d', now), 'PX', ARGV[4], 'GET'))
+		if old and old >= now then
+			fence = old + 1
+			redis.call('SET', counter, string.format('%d', fence), 'PX', ARGV[4])
+		end
+		return {1, fence, age, maxttl, slot}
+	end
+	local pttl = redis.call('PTTL', key)
+	if not shortest or pttl < shortest then
+		shortest = pttl
+	end
+end
+return {0, shortest, age, maxttl, -1}

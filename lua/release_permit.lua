@@ -1,0 +1,56 @@
+-- release_permit.lua: give a semaphore's permit back on one node, or
+-- clean up after a round that failed to get one.
+--
+-- KEYS[1..n]     the slots' lock keys, slot 0 first
+-- KEYS[n+1..2n]  their fence counters, in the same order
+-- ARGV[1..3]     as release.lua: token, the permit's fence, counter TTL
+-- ARGV[4]        n
+-- ARGV[5]        the permit's slot; -1 to clean up after a failed round
+-- ARGV[6]        the semaphore's key, whose channel announces releases
+--
+-- Returns {status, told} as release.lua does, for the permit's slot: 1
+-- when its key held the token and was deleted, 0 when it was absent, -1
+-- when another token holds it. In a clean-up, status is 1 when some slot
+-- held the token, else 0.
+--
+-- A node that granted this round another slot than the one a quorum
+-- agreed on holds that slot for the token too; every slot is looked at,
+-- and each that holds the token is deleted, so that no such grant outlives
+-- the permit. Every deletion is announced on the semaphore's channel,
+-- "redlock:released:" .. ARGV[6], where its waiters listen, and
+-- raises the slot's counter to the fence; so does the permit's own slot,
+-- whatever it holds. As in release.lua, deletions come before writes, so
+-- that a node out of memory still frees its slots.
+local n, own = tonumber(ARGV[4]), tonumber(ARGV[5])
+local fence = tonumber(ARGV[2])
+local status, told = 0, 0
+local raise = {}
+for slot = 0, n - 1 do
+	local v = redis.call('GET', KEYS[slot + 1])
+	if v == ARGV[1] then
+		redis.call('DEL', KEYS[slot + 1])
+		if slot == own or own < 0 then
+			status = 1
+		end
+		local t = redis.pcall('PUBLISH', 'redlock:released:' .. ARGV[6], '')
+		if type(t) == 'number' then
+			told = told + t
+		end
+		raise[#raise + 1] = KEYS[n + slot + 1]
+	elseif v and slot == own then
+		status = -1
+	end
+end
+if own >= 0 and status ~= 1 then
+	raise[#raise + 1] = KEYS[n + own + 1]
+end
+for _, counter in ipairs(raise) do
+	local c = tonumber(redis.call('GET', counter))
+	if not c or c < fence then
+		local r = redis.pcall('SET', counter, ARGV[2], 'PX', ARGV[3])
+		if type(r) == 'table' and r.err and not string.find(r.err, '^%-?OOM') then
+			return redis.error_reply(r.err)
+		end
+	end
+end
+return {status, told}
