@@ -49,10 +49,34 @@ const (
 	// Quiescence: a lock key still on a node once the run was over, every
 	// fault healed and every TTL passed.
 	Quiescence Kind = "quiescence"
+
+	// Permits: more permits of one semaphore held at one instant than it
+	// has (Op.Permits), or two permits, with different tokens, held on
+	// one slot at one instant. Permits are held as locks are (see
+	// Overlap), each on the lock key of its slot.
+	Permits Kind = "permits"
+	// Leaders: two leaderships of one election, with different tokens,
+	// held at one instant: Overlap for leaderships, each held from the
+	// return of Campaign to the end of validity it claims, moved by its
+	// automatic renewals and cut at Resign or at a renewal that found it
+	// lost.
+	Leaders Kind = "leaders"
+	// Term: a leadership whose term is not above the term of every
+	// leadership of the same election that returned before it: Fence for
+	// leaderships.
+	Term Kind = "term"
+	// Partial: a read, within the claimed validity of a lock on several
+	// keys (LockAll), of all its keys on one node at one instant found
+	// some of them holding the lock's token and others not. A node takes
+	// the keys of a LockAll together or not at all. The keys of a LockAll
+	// are judged one by one as keys of Lock otherwise: Overlap with any
+	// acquisition of any of its keys, Fence above every earlier holder's
+	// fence on any of them, Quorum on each.
+	Partial Kind = "partial"
 )
 
 // Kinds lists every kind of violation, in the order reports use.
-var Kinds = []Kind{Overlap, Quorum, Fence, Stale, Leftover, Quiescence}
+var Kinds = []Kind{Overlap, Permits, Leaders, Quorum, Partial, Fence, Term, Stale, Leftover, Quiescence}
 
 // A Violation is one breach of a property that Check found in a history.
 type Violation struct {
@@ -67,12 +91,15 @@ func (v Violation) String() string {
 	return fmt.Sprintf("%s on %q at %v (ops %v): %s", v.Kind, v.Key, v.At, v.Ops, v.Detail)
 }
 
-// Check judges a finished history and returns every violation it finds, in
-// the order of Kinds and then of time.
+// Check judges a finished history and returns every violation it finds,
+// grouped by check (overlaps, with the permits and leaders they find,
+// first) and then in the order of time.
 func Check(h *History) []Violation {
 	var vs []Violation
 	vs = append(vs, checkOverlap(h)...)
+	vs = append(vs, checkPermits(h)...)
 	vs = append(vs, checkQuorum(h)...)
+	vs = append(vs, checkPartial(h)...)
 	vs = append(vs, checkFences(h)...)
 	vs = append(vs, checkStale(h)...)
 	vs = append(vs, checkLeftovers(h)...)
@@ -153,7 +180,9 @@ func held(op *Op, cut Mono) []segment {
 			continue
 		}
 		segs = append(segs, segment{op, from, min(until, e.Return)})
-		from, until = e.Return, e.Until
+		// An extension may return before the call does: an election's
+		// first renewal can run before Campaign returns.
+		from, until = max(e.Return, op.Return), e.Until
 	}
 	segs = append(segs, segment{op, from, until})
 	out := segs[:0]
@@ -184,41 +213,118 @@ func claimAt(op *Op, t, cut Mono) (Mono, bool) {
 	return 0, false
 }
 
-// byKey groups the successful acquisitions by key.
+// byKey groups the successful acquisitions by the lock keys they hold on
+// the nodes (Op.LockKeys): a LockAll is in the group of each of its keys,
+// a permit in that of its slot.
 func byKey(h *History) map[string][]*Op {
 	m := make(map[string][]*Op)
 	for _, op := range h.Ops {
 		if op.OK {
-			m[op.Key] = append(m[op.Key], op)
+			for _, key := range op.LockKeys() {
+				m[key] = append(m[key], op)
+			}
 		}
 	}
 	return m
+}
+
+// segments returns the stretches during which ops claim to hold.
+func segments(ops []*Op, rm removals) []segment {
+	var segs []segment
+	for _, op := range ops {
+		segs = append(segs, held(op, rm.cut(op))...)
+	}
+	return segs
+}
+
+// sweep goes through segs in the order they begin, and for each segment
+// that begins while segments of other tokens are held, calls meet with it
+// and those others.
+func sweep(segs []segment, meet func(s segment, others []segment)) {
+	segs = slices.Clone(segs)
+	slices.SortStableFunc(segs, func(a, b segment) int { return cmp.Compare(a.from, b.from) })
+	// active holds the segments that have begun and not ended.
+	var active []segment
+	for _, s := range segs {
+		active = slices.DeleteFunc(active, func(a segment) bool { return a.to <= s.from })
+		var others []segment
+		for _, a := range active {
+			if a.op.Token != s.op.Token {
+				others = append(others, a)
+			}
+		}
+		if len(others) > 0 {
+			meet(s, others)
+		}
+		active = append(active, s)
+	}
+}
+
+// overlapKind names an overlap of a and b on one lock key: Leaders for
+// two leaderships, Permits for two permits (on one slot), else Overlap.
+func overlapKind(a, b *Op) Kind {
+	switch {
+	case a.Kind == OpLeader && b.Kind == OpLeader:
+		return Leaders
+	case a.Kind == OpPermit && b.Kind == OpPermit:
+		return Permits
+	}
+	return Overlap
 }
 
 func checkOverlap(h *History) []Violation {
 	var vs []Violation
 	rm := removedAt(h)
 	for key, ops := range byKey(h) {
-		var segs []segment
-		for _, op := range ops {
-			segs = append(segs, held(op, rm.cut(op))...)
-		}
-		slices.SortFunc(segs, func(a, b segment) int { return cmp.Compare(a.from, b.from) })
-		// A sweep: active holds the segments that have begun and not
-		// ended. With no violation it holds at most one other holder.
-		var active []segment
-		for _, s := range segs {
-			active = slices.DeleteFunc(active, func(a segment) bool { return a.to <= s.from })
-			for _, a := range active {
-				if a.op.Token == s.op.Token {
-					continue
+		sweep(segments(ops, rm), func(s segment, others []segment) {
+			for _, a := range others {
+				kind := overlapKind(a.op, s.op)
+				what := "both"
+				if kind == Permits {
+					what = "both on one slot"
 				}
-				vs = append(vs, Violation{Kind: Overlap, Key: key, Ops: []int{a.op.ID, s.op.ID}, At: s.from,
-					Detail: fmt.Sprintf("%s holds from %v to %v and %s from %v to %v: both for %v",
-						a.op.Client, a.from, a.to, s.op.Client, s.from, s.to, time.Duration(min(a.to, s.to)-s.from))})
+				vs = append(vs, Violation{Kind: kind, Key: key, Ops: []int{a.op.ID, s.op.ID}, At: s.from,
+					Detail: fmt.Sprintf("%s holds from %v to %v and %s from %v to %v: %s for %v",
+						a.op.Client, a.from, a.to, s.op.Client, s.from, s.to, what, time.Duration(min(a.to, s.to)-s.from))})
 			}
-			active = append(active, s)
+		})
+	}
+	return sortViolations(vs)
+}
+
+// checkPermits finds the moments at which more permits of a semaphore are
+// held than it has. Permits of one semaphore that name different numbers
+// of permits are judged by the smallest.
+func checkPermits(h *History) []Violation {
+	sems := make(map[string][]*Op)
+	for _, op := range h.Ops {
+		if op.OK && op.Kind == OpPermit {
+			sems[op.Key] = append(sems[op.Key], op)
 		}
+	}
+	var vs []Violation
+	rm := removedAt(h)
+	for key, ops := range sems {
+		n := ops[0].Permits
+		for _, op := range ops {
+			n = min(n, op.Permits)
+		}
+		sweep(segments(ops, rm), func(s segment, others []segment) {
+			ids := []int{s.op.ID}
+			parts := []string{fmt.Sprintf("%s (slot %d) from %v", s.op.Client, s.op.Slot, s.from)}
+			for _, a := range others {
+				if !slices.Contains(ids, a.op.ID) {
+					ids = append(ids, a.op.ID)
+					parts = append(parts, fmt.Sprintf("%s (slot %d) until %v", a.op.Client, a.op.Slot, a.to))
+				}
+			}
+			if len(ids) <= n {
+				return
+			}
+			slices.Sort(ids)
+			vs = append(vs, Violation{Kind: Permits, Key: key, Ops: ids, At: s.from,
+				Detail: fmt.Sprintf("%d permits of %d held at once: %s", len(ids), n, strings.Join(parts, ", "))})
+		})
 	}
 	return sortViolations(vs)
 }
@@ -246,7 +352,7 @@ func checkQuorum(h *History) []Violation {
 				}
 			}
 			if len(short) > h.Nodes-h.Quorum {
-				vs = append(vs, Violation{Kind: Quorum, Key: op.Key, Ops: []int{op.ID}, At: at,
+				vs = append(vs, Violation{Kind: Quorum, Key: p.Key, Ops: []int{op.ID}, At: at,
 					Detail: fmt.Sprintf("%s claims the lock until %v but %d of %d nodes do not hold it that long (at most %d may not): %s",
 						op.Client, claim, len(short), h.Nodes, h.Nodes-h.Quorum, strings.Join(short, "; "))})
 			}
@@ -273,6 +379,56 @@ func valueOrNone(v string) string {
 	return fmt.Sprintf("%.8s…", v)
 }
 
+// checkPartial judges the reads of a LockAll's keys made together on each
+// node (Sample.Batch) within the lock's claimed validity.
+func checkPartial(h *History) []Violation {
+	var vs []Violation
+	rm := removedAt(h)
+	for _, op := range h.Ops {
+		if !op.OK || op.Kind != OpAll {
+			continue
+		}
+		batches := make(map[int][]Sample)
+		var order []int
+		for _, p := range op.Probes {
+			if p.Batch != 0 {
+				if batches[p.Batch] == nil {
+					order = append(order, p.Batch)
+				}
+				batches[p.Batch] = append(batches[p.Batch], p)
+			}
+		}
+		for _, b := range order {
+			ss := batches[b]
+			at := ss[0].At()
+			if claim, holding := claimAt(op, at, rm.cut(op)); !holding || claim <= at {
+				continue
+			}
+			for i := range ss[0].Nodes {
+				var with, without []string
+				for _, s := range ss {
+					n := s.Nodes[i]
+					switch {
+					case !n.Reached:
+					case n.Value == op.Token:
+						with = append(with, s.Key)
+					default:
+						without = append(without, fmt.Sprintf("%s (%s)", s.Key, valueOrNone(n.Value)))
+					}
+				}
+				if len(with) > 0 && len(without) > 0 {
+					vs = append(vs, Violation{Kind: Partial, Key: op.Key, Ops: []int{op.ID}, At: ss[0].Nodes[i].At,
+						Detail: fmt.Sprintf("node %d holds %s's lock on %s but not on %s",
+							ss[0].Nodes[i].Node, op.Client, strings.Join(with, ", "), strings.Join(without, ", "))})
+				}
+			}
+		}
+	}
+	return sortViolations(vs)
+}
+
+// checkFences finds fences that do not rise, per lock key; for
+// leaderships, terms (Term).
 func checkFences(h *History) []Violation {
 	var vs []Violation
 	for key, ops := range byKey(h) {
@@ -281,9 +437,13 @@ func checkFences(h *History) []Violation {
 		var top *Op // the acquisition with the greatest fence so far
 		for _, op := range ops {
 			if top != nil && op.Fence <= top.Fence {
-				vs = append(vs, Violation{Kind: Fence, Key: key, Ops: []int{top.ID, op.ID}, At: op.Return,
-					Detail: fmt.Sprintf("%s got fence %d at %v, not above %d that %s got at %v",
-						op.Client, op.Fence, op.Return, top.Fence, top.Client, top.Return)})
+				kind, what := Fence, "fence"
+				if op.Kind == OpLeader && top.Kind == OpLeader {
+					kind, what = Term, "term"
+				}
+				vs = append(vs, Violation{Kind: kind, Key: key, Ops: []int{top.ID, op.ID}, At: op.Return,
+					Detail: fmt.Sprintf("%s got %s %d at %v, not above %d that %s got at %v",
+						op.Client, what, op.Fence, op.Return, top.Fence, top.Client, top.Return)})
 			}
 			if top == nil || op.Fence > top.Fence {
 				top = op
@@ -382,11 +542,12 @@ func RemovedWrites(h *History) (made, rejected int) {
 func checkLeftovers(h *History) []Violation {
 	var vs []Violation
 	for _, op := range h.Ops {
-		for _, n := range leftovers(op) {
+		for _, l := range leftovers(op) {
+			n := l.NodeSample
 			if slices.Contains(op.Unsettled, RoundNode{Token: n.Value, Node: n.Node}) || exempt(h, n.Node, op.Client, op.Start, n.At) {
 				continue
 			}
-			vs = append(vs, Violation{Kind: Leftover, Key: op.Key, Ops: []int{op.ID}, At: n.At,
+			vs = append(vs, Violation{Kind: Leftover, Key: l.key, Ops: []int{op.ID}, At: n.At,
 				Detail: fmt.Sprintf("node %d still holds %s of a failed round of %s's call that returned at %v",
 					n.Node, valueOrNone(n.Value), op.Client, op.Return)})
 		}
@@ -394,20 +555,29 @@ func checkLeftovers(h *History) []Violation {
 	return sortViolations(vs)
 }
 
-// leftovers returns the nodes that held a failed round's token of op just
-// after op returned.
-func leftovers(op *Op) []NodeSample {
-	if op.Leftover == nil {
-		return nil
+// A keySample is what one node held under a key.
+type keySample struct {
+	key string
+	NodeSample
+}
+
+// leftovers returns the keys on nodes that held a failed round's token of
+// op just after op returned.
+func leftovers(op *Op) []keySample {
+	samples := op.Leftovers
+	if op.Leftover != nil {
+		samples = append([]Sample{*op.Leftover}, samples...)
 	}
 	failed := op.Tokens
 	if op.OK && len(failed) > 0 {
 		failed = failed[:len(failed)-1]
 	}
-	var out []NodeSample
-	for _, n := range op.Leftover.Nodes {
-		if n.Reached && n.Value != "" && slices.Contains(failed, n.Value) {
-			out = append(out, n)
+	var out []keySample
+	for _, s := range samples {
+		for _, n := range s.Nodes {
+			if n.Reached && n.Value != "" && slices.Contains(failed, n.Value) {
+				out = append(out, keySample{s.Key, n})
+			}
 		}
 	}
 	return out

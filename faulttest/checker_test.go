@@ -3,8 +3,11 @@ package faulttest
 import (
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/quorumlock/redlock"
 )
 
 // The checker is tested on synthetic histories, written by hand: each must
@@ -369,5 +372,202 @@ func TestHistoryRoundTrip(t *testing.T) {
 	}
 	if want, got := Check(h), Check(h2); !reflect.DeepEqual(want, got) || len(want) != 6 {
 		t.Fatalf("before saving: %v\nafter loading: %v", want, got)
+	}
+}
+
+// permit returns a permit of the semaphore "s" of two permits, on slot.
+func permit(id int, client, token string, slot, ret, until int, fence int64) *Op {
+	op := holder(id, client, token, ret, until, fence)
+	op.Kind, op.Key, op.Permits, op.Slot = OpPermit, "s", 2, slot
+	op.Keys = []string{redlock.PermitKey("s", slot)}
+	return op
+}
+
+// leader returns a leadership of the election "e" with term.
+func leader(id int, client, token string, ret, until int, term int64) *Op {
+	op := holder(id, client, token, ret, until, term)
+	op.Kind, op.Key = OpLeader, "e"
+	return op
+}
+
+// lockAll returns a lock on all of keys.
+func lockAll(id int, client, token string, ret, until int, fence int64, keys ...string) *Op {
+	op := holder(id, client, token, ret, until, fence)
+	op.Kind, op.Key, op.Keys = OpAll, strings.Join(keys, ","), keys
+	return op
+}
+
+// lockOn returns a lock on key.
+func lockOn(key string, id int, client, token string, ret, until int, fence int64) *Op {
+	op := holder(id, client, token, ret, until, fence)
+	op.Key = key
+	return op
+}
+
+// batch returns samples of keys read together: nodes[i][j] is what node
+// j held under keys[i].
+func batch(n int, keys []string, nodes ...[]NodeSample) []Sample {
+	out := make([]Sample, len(keys))
+	for i, k := range keys {
+		out[i] = Sample{Key: k, Nodes: nodes[i], Batch: n}
+	}
+	return out
+}
+
+// TestCheckerPrimitives judges histories of semaphores, elections and
+// locks on several keys.
+func TestCheckerPrimitives(t *testing.T) {
+	renewed := func(a *Op, until ...int) *Op {
+		for i, u := range until {
+			at := a.Return + ms(20*(i+1))
+			a.Extends = append(a.Extends, Extend{Start: at - ms(1), Return: at, Auto: true, OK: true, Until: ms(u)})
+		}
+		return a
+	}
+	cases := []struct {
+		name string
+		h    *History
+		want map[Kind]int
+	}{
+		// Semaphores.
+		{"two permits of two at once, each on its slot", history(3,
+			permit(1, "a", "t1", 0, 10, 100, 5),
+			permit(2, "b", "t2", 1, 20, 100, 3),
+			permit(3, "c", "t3", 0, 100, 200, 6),
+		), nil},
+		{"a third permit once one was released", func() *History {
+			a := permit(1, "a", "t1", 0, 10, 100, 5)
+			a.Release = &Release{Call: ms(50), Return: ms(51)}
+			return history(3, a, permit(2, "b", "t2", 1, 20, 100, 3), permit(3, "c", "t3", 0, 51, 150, 6))
+		}(), nil},
+		{"three permits of two at once", history(3,
+			permit(1, "a", "t1", 0, 10, 100, 5),
+			permit(2, "b", "t2", 1, 20, 100, 5),
+			func() *Op {
+				op := permit(3, "c", "t3", 1, 30, 100, 6)
+				op.Keys = []string{"other-slot"}
+				op.Slot = 2
+				return op
+			}(),
+		), map[Kind]int{Permits: 1}},
+		{"two permits on one slot", history(3,
+			permit(1, "a", "t1", 1, 10, 100, 5),
+			permit(2, "b", "t2", 1, 50, 150, 6),
+		), map[Kind]int{Permits: 1}},
+		{"two on one slot while the other is held", history(3,
+			permit(1, "a", "t1", 0, 10, 100, 5),
+			permit(2, "b", "t2", 1, 20, 100, 5),
+			permit(3, "c", "t3", 0, 30, 100, 6),
+		), map[Kind]int{Permits: 2}},
+		{"an extension carries a permit past the next", func() *History {
+			a := permit(1, "a", "t1", 0, 10, 50, 5)
+			a.Extends = []Extend{{Start: ms(40), Return: ms(41), OK: true, Until: ms(150)}}
+			return history(3, a, permit(2, "b", "t2", 0, 120, 200, 6))
+		}(), map[Kind]int{Permits: 1}},
+		{"a permit's fence that goes back on its slot", history(3,
+			permit(1, "a", "t1", 1, 10, 100, 7),
+			permit(2, "b", "t2", 1, 100, 200, 6),
+		), map[Kind]int{Fence: 1}},
+		{"a permit's failed round left on another slot", func() *History {
+			f := failed(1, "a", 10, 20, "x1")
+			f.Kind, f.Key, f.Permits = OpPermit, "s", 2
+			f.Leftovers = batch(1, []string{redlock.PermitKey("s", 0), redlock.PermitKey("s", 1)},
+				[]NodeSample{empty(0, 21), empty(1, 21), empty(2, 21)},
+				[]NodeSample{empty(0, 21), holding(1, 21, "x1", 100), empty(2, 21)})
+			return history(3, f)
+		}(), map[Kind]int{Leftover: 1}},
+
+		// Elections.
+		{"leaders in turn, renewed, terms rising", func() *History {
+			a := renewed(leader(1, "a", "t1", 10, 100, 5), 130, 160, 190)
+			a.Release = &Release{Call: ms(150), Return: ms(151)}
+			return history(3, a, leader(2, "b", "t2", 151, 300, 9))
+		}(), nil},
+		{"a leadership lost at a renewal", func() *History {
+			a := renewed(leader(1, "a", "t1", 10, 100, 5), 130)
+			a.Extends = append(a.Extends, Extend{Start: ms(50), Return: ms(60), Auto: true, Lost: true, Err: "lost"})
+			return history(3, a, leader(2, "b", "t2", 61, 300, 9))
+		}(), nil},
+		{"a renewal before Campaign returned", func() *History {
+			a := leader(1, "a", "t1", 50, 100, 5)
+			a.Extends = []Extend{{Start: ms(40), Return: ms(45), Auto: true, OK: true, Until: ms(130)}}
+			return history(3, a, leader(2, "b", "t2", 130, 300, 9))
+		}(), nil},
+		{"two leaders at once", history(3,
+			leader(1, "a", "t1", 10, 100, 5),
+			leader(2, "b", "t2", 90, 200, 6),
+		), map[Kind]int{Leaders: 1}},
+		{"a renewal carries a leader into the next one's term", history(3,
+			renewed(leader(1, "a", "t1", 10, 100, 5), 140, 170),
+			leader(2, "b", "t2", 150, 300, 9),
+		), map[Kind]int{Leaders: 1}},
+		{"a term not above the last leader's", history(3,
+			leader(1, "a", "t1", 10, 100, 5),
+			leader(2, "b", "t2", 100, 200, 9),
+			leader(3, "c", "t3", 200, 300, 9),
+		), map[Kind]int{Term: 1}},
+
+		// Locks on several keys.
+		{"LockAll after a Lock on one of its keys ended", history(3,
+			lockOn("k1", 1, "a", "t1", 10, 100, 5),
+			lockAll(2, "b", "t2", 100, 200, 6, "k1", "k2"),
+			lockOn("k2", 3, "a", "t3", 200, 300, 7),
+		), nil},
+		{"LockAlls of disjoint keys at once", history(3,
+			lockAll(1, "a", "t1", 10, 100, 5, "k1", "k2"),
+			lockAll(2, "b", "t2", 20, 100, 3, "k3", "k4"),
+		), nil},
+		{"a LockAll held whole on each node", func() *History {
+			a := lockAll(1, "a", "t1", 10, 100, 5, "k1", "k2")
+			a.Probes = batch(1, a.Keys,
+				[]NodeSample{holding(0, 11, "t1", 101), empty(1, 11), holding(2, 11, "t1", 101)},
+				[]NodeSample{holding(0, 11, "t1", 101), empty(1, 11), holding(2, 11, "t1", 101)})
+			return history(3, a)
+		}(), nil},
+		{"a part held after the release is not judged", func() *History {
+			a := lockAll(1, "a", "t1", 10, 100, 5, "k1", "k2")
+			a.Release = &Release{Call: ms(40), Return: ms(41)}
+			a.Probes = batch(1, a.Keys,
+				[]NodeSample{holding(0, 45, "t1", 101), empty(1, 45), empty(2, 45)},
+				[]NodeSample{empty(0, 45), empty(1, 45), empty(2, 45)})
+			return history(3, a)
+		}(), nil},
+		{"a LockAll overlapping a Lock on one of its keys", history(3,
+			lockOn("k2", 1, "a", "t1", 10, 100, 5),
+			lockAll(2, "b", "t2", 50, 150, 6, "k1", "k2"),
+		), map[Kind]int{Overlap: 1}},
+		{"two LockAlls overlap on each shared key", history(3,
+			lockAll(1, "a", "t1", 10, 100, 5, "k1", "k2", "k3"),
+			lockAll(2, "b", "t2", 50, 150, 6, "k2", "k3"),
+		), map[Kind]int{Overlap: 2}},
+		{"a LockAll's fence not above an earlier holder of one key", history(3,
+			lockOn("k1", 1, "a", "t1", 10, 100, 5),
+			lockOn("k2", 2, "b", "t2", 10, 100, 8),
+			lockAll(3, "c", "t3", 100, 200, 7, "k1", "k2"),
+		), map[Kind]int{Fence: 1}},
+		{"a node holds a part of a LockAll", func() *History {
+			a := lockAll(1, "a", "t1", 10, 100, 5, "k1", "k2")
+			a.Probes = batch(1, a.Keys,
+				[]NodeSample{holding(0, 11, "t1", 101), holding(1, 11, "t1", 101), holding(2, 11, "t1", 101)},
+				[]NodeSample{holding(0, 11, "t1", 101), empty(1, 11), holding(2, 11, "t1", 101)})
+			return history(3, a)
+		}(), map[Kind]int{Partial: 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			vs := Check(c.h)
+			got := Count(vs)
+			if c.want == nil {
+				c.want = map[Kind]int{}
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("found %v, want %v:\n%v", got, c.want, vs)
+			}
+			for _, v := range vs {
+				if v.Detail == "" || v.Key == "" || len(v.Ops) == 0 {
+					t.Errorf("violation without detail, key or ops: %+v", v)
+				}
+			}
+		})
 	}
 }

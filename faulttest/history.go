@@ -50,9 +50,10 @@ type History struct {
 	Writes   []Write   `json:"writes,omitempty"`
 	Final    []Sample  `json:"final,omitempty"` // every lock key on every node at quiescence
 
-	mu    sync.Mutex
-	epoch time.Time
-	ids   int // the last Op.ID handed out
+	mu      sync.Mutex
+	epoch   time.Time
+	ids     int // the last Op.ID handed out
+	batches int // the last Sample.Batch handed out
 }
 
 // NewHistory starts a history whose clock reads zero now.
@@ -76,6 +77,14 @@ func (h *History) nextID() int {
 	defer h.mu.Unlock()
 	h.ids++
 	return h.ids
+}
+
+// nextBatch returns a fresh Sample.Batch.
+func (h *History) nextBatch() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.batches++
+	return h.batches
 }
 
 // AddOp records a finished acquisition.
@@ -134,13 +143,43 @@ func LoadHistory(path string) (*History, error) {
 	return h, nil
 }
 
-// An Op is one call of Client.Lock or Client.TryLock and what became of
-// the lock it obtained.
+// An OpKind says what an acquisition takes (Op.Kind).
+type OpKind string
+
+// The kinds of acquisition.
+const (
+	// OpLock is a lock on one key: Client.Lock or Client.TryLock.
+	OpLock OpKind = ""
+	// OpAll is a lock on several keys at once: Client.LockAll or
+	// Client.TryLockAll. Op.Key is the keys joined by commas (as
+	// redlock.Lock.Key gives them), Op.Keys the keys.
+	OpAll OpKind = "all"
+	// OpPermit is a permit of the semaphore on Op.Key with Op.Permits
+	// permits: Semaphore.Acquire or TryAcquire. Once obtained, Op.Keys
+	// holds the lock key of its slot (redlock.PermitKey).
+	OpPermit OpKind = "permit"
+	// OpLeader is a leadership of the election on Op.Key: Election.Campaign.
+	// Its term is Op.Fence.
+	OpLeader OpKind = "leader"
+)
+
+// An Op is one acquisition call (Lock, TryLock, LockAll, TryLockAll, a
+// semaphore's Acquire or TryAcquire, an election's Campaign) and what
+// became of what it obtained.
 type Op struct {
 	ID     int    `json:"id"`
 	Client string `json:"client"`
+	Kind   OpKind `json:"kind,omitempty"`
 	Key    string `json:"key"`
-	TTLms  int64  `json:"ttl_ms"`
+	// Keys lists the lock keys the acquisition holds on the nodes when
+	// they are not just Key: every key of a LockAll, sorted; a permit's
+	// slot key. See LockKeys.
+	Keys []string `json:"keys,omitempty"`
+	// Permits is a semaphore's number of permits, and Slot the slot of
+	// the permit obtained (permits only).
+	Permits int   `json:"permits,omitempty"`
+	Slot    int   `json:"slot,omitempty"`
+	TTLms   int64 `json:"ttl_ms"`
 
 	Start  Mono `json:"start"`  // just before the call
 	Return Mono `json:"return"` // just after it returned
@@ -171,8 +210,20 @@ type Op struct {
 	Until    Mono     `json:"until,omitempty"`
 	Extends  []Extend `json:"extends,omitempty"`
 	Release  *Release `json:"release,omitempty"`
-	Probes   []Sample `json:"probes,omitempty"`   // the lock's key on every node, from the first just after Return
+	Probes   []Sample `json:"probes,omitempty"`   // the lock's keys on every node, from the first just after Return
 	Leftover *Sample  `json:"leftover,omitempty"` // the key on every node after the call, when a round failed
+	// Leftovers is Leftover for a call on several lock keys (LockAll,
+	// or a semaphore, whose rounds may be granted any of its slots):
+	// every key, read together on each node.
+	Leftovers []Sample `json:"leftovers,omitempty"`
+}
+
+// LockKeys returns the lock keys op holds on the nodes: Keys, or Key.
+func (op *Op) LockKeys() []string {
+	if len(op.Keys) > 0 {
+		return op.Keys
+	}
+	return []string{op.Key}
 }
 
 // A RoundNode names the request of one round (by its token) to one node.
@@ -206,6 +257,9 @@ type Release struct {
 type Sample struct {
 	Key   string       `json:"key"`
 	Nodes []NodeSample `json:"nodes"`
+	// Batch, when not 0, is shared by the samples of several keys that
+	// each node read in one script, at one instant (Cluster.SampleAll).
+	Batch int `json:"batch,omitempty"`
 }
 
 // At returns when the last node answered.
