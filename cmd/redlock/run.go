@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // runFlags are the flags of "redlock run".
@@ -25,7 +27,42 @@ type runFlags struct {
 	waitGiven bool
 	grace     time.Duration
 	quiet     bool
-	owner     string
+	owner     string // the owner label; elect's --value
+	ownerFlag string // "owner", or "value" for elect
+	permits   int    // --permits: a permit of a semaphore instead of the lock; 0 for the lock
+}
+
+// register adds the flags that run and elect share; noun names what they
+// hold, for the help text.
+func (rf *runFlags) register(f *pflag.FlagSet, noun string) {
+	// Flags end at KEY: what follows belongs to COMMAND, "--" or not.
+	f.SetInterspersed(false)
+	f.DurationVar(&rf.ttl, "ttl", 10*time.Second, "validity of each grant and extension; the "+noun+" is extended automatically while COMMAND runs")
+	f.DurationVar(&rf.wait, "wait", 0, "how long to wait for the "+noun+" (default: until it is obtained or redlock is interrupted; 0s: one attempt)")
+	f.DurationVar(&rf.grace, "kill-grace", 5*time.Second, "after the "+noun+" is lost, how long COMMAND has to exit after SIGTERM before SIGKILL")
+	f.BoolVarP(&rf.quiet, "quiet", "q", false, "print no progress messages while waiting, only errors")
+}
+
+// commandArgs splits the arguments of run and elect into KEY and
+// COMMAND, for the command line use.
+func commandArgs(args []string, use string) (key string, argv []string, err error) {
+	key, argv = args[0], args[1:]
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	if len(argv) == 0 {
+		return "", nil, usagef("missing COMMAND: %s", use)
+	}
+	return key, argv, nil
+}
+
+// commandCompletion completes KEY with nothing and COMMAND and its
+// arguments as the shell would.
+func commandCompletion(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) == 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp // the key
+	}
+	return nil, cobra.ShellCompDirectiveDefault // the command and its arguments
 }
 
 func newRunCmd(nf *nodeFlags) *cobra.Command {
@@ -50,12 +87,22 @@ change (a wrong password, a replica, a key of another type: status 77 or
 freshly started servers the first lock waits one TTL: see restart
 quarantine in 'redlock --help'.
 
+With --permits N, run holds one of N permits of the semaphore KEY instead
+of the lock KEY, so that up to N commands run at once: each permit is a
+lock on one of N slots, obtained, extended, released and lost as the lock
+is, and everything below applies to it. Every user of the semaphore must
+give the same N. The semaphore's keys are not the lock's: 'run KEY' and
+'run --permits 1 KEY' do not exclude each other.
+
 COMMAND gets three variables in its environment: REDLOCK_KEY, the key;
 REDLOCK_FENCE, the lock's fencing token: a number greater than that of every
 earlier holder of KEY, so a resource that rejects writes with a smaller
 fence than it has seen is safe even from a holder that lost the lock
 unawares; and REDLOCK_LOCK_ID, the holder's ID, which 'redlock inspect' and
-'redlock release --force' show, beside the --owner label. stdin,
+'redlock release --force' show, beside the --owner label. With --permits,
+COMMAND also gets REDLOCK_SLOT, its permit's slot, from 0 to N-1, and
+REDLOCK_PERMITS, N; REDLOCK_FENCE then rises per slot, so a resource that
+admits N writers keeps the largest fence it has seen for each slot. stdin,
 stdout and stderr are COMMAND's own; SIGINT, SIGTERM and SIGHUP sent to
 redlock are passed on to it (a Ctrl-C at a terminal reaches it directly).
 
@@ -70,8 +117,9 @@ Exit status:
   64              usage error: bad flags, arguments or node URLs
   69              too few nodes available for a quorum: unreachable, busy,
                   or in quarantine
-  75              the lock is held by others, and --wait ran out
-  76              the lock was lost while COMMAND ran
+  75              the lock (with --permits, every permit) is held by others,
+                  and --wait ran out
+  76              the lock or permit was lost while COMMAND ran
   77              nodes refused the credentials or their ACL denies a command
                   (NOAUTH, WRONGPASS, NOPERM): fix the node URLs or the ACL
   78              nodes refused the lock for good otherwise: a replica
@@ -96,51 +144,134 @@ Exit status:
 
   # Pass the fencing token on to the resource.
   redlock run --nodes redis://a:6379,redis://b:6379,redis://c:6379 ledger \
-      -- sh -c 'psql -c "select apply_batch($REDLOCK_FENCE)"'`,
+      -- sh -c 'psql -c "select apply_batch($REDLOCK_FENCE)"'
+
+  # At most 4 transcodes at once across the hosts; the slot names a scratch dir.
+  redlock run --permits 4 transcode -- sh -c './transcode.sh --tmp /scratch/$REDLOCK_SLOT'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("missing KEY and COMMAND: redlock run [flags] KEY -- COMMAND [ARGS...]")
 			}
 			return nil
 		},
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-			if len(args) == 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp // the key
-			}
-			return nil, cobra.ShellCompDirectiveDefault // the command and its arguments
-		},
+		ValidArgsFunction: commandCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rf.waitGiven = cmd.Flags().Changed("wait")
-			key, argv := args[0], args[1:]
-			if len(argv) > 0 && argv[0] == "--" {
-				argv = argv[1:]
+			key, argv, err := commandArgs(args, "redlock run [flags] KEY -- COMMAND [ARGS...]")
+			if err != nil {
+				return err
 			}
-			if len(argv) == 0 {
-				return usagef("missing COMMAND: redlock run [flags] KEY -- COMMAND [ARGS...]")
+			if cmd.Flags().Changed("permits") && (rf.permits < 1 || rf.permits > redlock.MaxPermits) {
+				return usagef("--permits %d: a semaphore has from 1 to %d permits", rf.permits, redlock.MaxPermits)
 			}
-			r := &runner{flags: rf, nf: nf, stderr: cmd.ErrOrStderr(), key: key, argv: argv}
+			r := &runner{flags: rf, nf: nf, stderr: cmd.ErrOrStderr(), key: key, argv: argv, target: lockTarget}
+			if rf.permits > 0 {
+				r.target = semaphoreTarget
+			}
 			return r.run()
 		},
 	}
+	rf.ownerFlag = "owner"
 	f := cmd.Flags()
-	// Flags end at KEY: what follows belongs to COMMAND, "--" or not.
-	f.SetInterspersed(false)
-	f.DurationVar(&rf.ttl, "ttl", 10*time.Second, "validity of each grant and extension; the lock is extended automatically while COMMAND runs")
-	f.DurationVar(&rf.wait, "wait", 0, "how long to wait for the lock (default: until it is obtained or redlock is interrupted; 0s: one attempt)")
-	f.DurationVar(&rf.grace, "kill-grace", 5*time.Second, "after the lock is lost, how long COMMAND has to exit after SIGTERM before SIGKILL")
-	f.BoolVarP(&rf.quiet, "quiet", "q", false, "print no progress messages while waiting, only errors")
+	rf.register(f, "lock")
 	f.StringVar(&rf.owner, "owner", "", fmt.Sprintf("a label saying who holds the lock, which 'redlock inspect' shows: at most %d bytes, no control characters (default: host:pid)", redlock.MaxOwnerLen))
+	f.IntVar(&rf.permits, "permits", 0, fmt.Sprintf("hold one of this many permits of the semaphore KEY instead of the lock KEY: from 1 to %d", redlock.MaxPermits))
 	cmd.RegisterFlagCompletionFunc("owner", noArgsCompletion)
+	cmd.RegisterFlagCompletionFunc("permits", noArgsCompletion)
 	return cmd
 }
 
-// A runner runs one command under a lock.
+// A runner runs one command while holding a target: a lock, a permit of a
+// semaphore, or the leadership of an election.
 type runner struct {
 	flags  *runFlags
 	nf     *nodeFlags
 	stderr io.Writer
 	key    string
 	argv   []string
+	// target returns what the runner holds, on c: lockTarget,
+	// semaphoreTarget or electionTarget.
+	target func(r *runner, c *redlock.Client) *target
+}
+
+// A holding is what a runner holds while COMMAND runs: a *redlock.Lock, a
+// *redlock.Permit, or a leadership (see leadership).
+type holding interface {
+	Fence() int64
+	Context() context.Context
+	AutoExtend(limit int)
+	Release(ctx context.Context) error
+}
+
+// A target is what a runner obtains and holds while COMMAND runs. Its
+// texts complete the runner's messages.
+type target struct {
+	what string // what is held: `the lock "KEY"`
+	verb string // what obtaining it is called: "acquired"
+	busy string // why others keep it from being obtained: `the lock "KEY" is held by another owner`
+	// taken says, while the runner waits, why the target is not free
+	// although enough nodes can vote; it may ask the nodes.
+	taken func() string
+	// obtain obtains the target in one attempt when once, else waiting
+	// until it is obtained or ctx is done. It returns the variables that
+	// tell COMMAND about it, as NAME=value.
+	obtain func(ctx context.Context, once bool) (holding, []string, error)
+}
+
+// childVars are the variables that runners set in COMMAND's environment.
+// None of them is inherited from redlock's own environment, so that a
+// runner inside another sees only its own.
+var childVars = []string{"REDLOCK_KEY", "REDLOCK_FENCE", "REDLOCK_LOCK_ID", "REDLOCK_SLOT", "REDLOCK_PERMITS",
+	"REDLOCK_TERM", "REDLOCK_VALUE"}
+
+// lockTarget is the lock KEY, for run.
+func lockTarget(r *runner, c *redlock.Client) *target {
+	key, ttl := r.key, r.flags.ttl
+	return &target{
+		what:  fmt.Sprintf("the lock %q", key),
+		verb:  "acquired",
+		busy:  fmt.Sprintf("the lock %q is held by another owner", key),
+		taken: func() string { return "it is held by another owner" },
+		obtain: func(ctx context.Context, once bool) (holding, []string, error) {
+			var l *redlock.Lock
+			var err error
+			if once {
+				l, err = c.TryLock(ctx, key, ttl)
+			} else {
+				l, err = c.Lock(ctx, key, ttl)
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			return l, []string{"REDLOCK_KEY=" + key, "REDLOCK_FENCE=" + strconv.FormatInt(l.Fence(), 10), "REDLOCK_LOCK_ID=" + l.ID()}, nil
+		},
+	}
+}
+
+// semaphoreTarget is a permit of the semaphore KEY, for run --permits.
+func semaphoreTarget(r *runner, c *redlock.Client) *target {
+	key, ttl, n := r.key, r.flags.ttl, r.flags.permits
+	s := c.Semaphore(key, n)
+	return &target{
+		what:  fmt.Sprintf("a permit of the semaphore %q", key),
+		verb:  "acquired",
+		busy:  fmt.Sprintf("all %d permits of the semaphore %q are held by others", n, key),
+		taken: func() string { return fmt.Sprintf("all %d permits are held by others", n) },
+		obtain: func(ctx context.Context, once bool) (holding, []string, error) {
+			var p *redlock.Permit
+			var err error
+			if once {
+				p, err = s.TryAcquire(ctx, ttl)
+			} else {
+				p, err = s.Acquire(ctx, ttl)
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			return p, []string{"REDLOCK_KEY=" + key, "REDLOCK_FENCE=" + strconv.FormatInt(p.Fence(), 10), "REDLOCK_LOCK_ID=" + p.ID(),
+				"REDLOCK_SLOT=" + strconv.Itoa(p.Slot()), "REDLOCK_PERMITS=" + strconv.Itoa(n)}, nil
+		},
+	}
 }
 
 // say prints a message on stderr unless --quiet was given.
@@ -155,6 +286,9 @@ func (r *runner) warn(format string, args ...any) {
 	fmt.Fprintf(r.stderr, "redlock: "+format+"\n", args...)
 }
 
+// once reports whether the flags ask for one attempt: --wait 0s.
+func (r *runner) once() bool { return r.flags.waitGiven && r.flags.wait == 0 }
+
 func (r *runner) run() error {
 	switch {
 	case r.flags.ttl <= 0:
@@ -164,15 +298,23 @@ func (r *runner) run() error {
 	case r.flags.grace < 0:
 		return usagef("--kill-grace %v is negative", r.flags.grace)
 	case len(r.flags.owner) > redlock.MaxOwnerLen:
-		return usagef("--owner is %d bytes long; the most is %d", len(r.flags.owner), redlock.MaxOwnerLen)
+		return usagef("--%s is %d bytes long; the most is %d", r.flags.ownerFlag, len(r.flags.owner), redlock.MaxOwnerLen)
 	case !utf8.ValidString(r.flags.owner) || strings.IndexFunc(r.flags.owner, unicode.IsControl) >= 0:
-		return usagef("--owner %q is not UTF-8 text without control characters", r.flags.owner)
+		return usagef("--%s %q is not UTF-8 text without control characters", r.flags.ownerFlag, r.flags.owner)
 	}
-	ns, c, err := r.nf.connectWith(func(o *redlock.Options) { o.Owner = r.flags.owner })
+	ns, c, err := r.nf.connectWith(func(o *redlock.Options) {
+		o.Owner = r.flags.owner
+		if r.once() {
+			// For Campaign, which has no form that makes one attempt;
+			// TryLock and TryAcquire make one anyway.
+			o.Tries = 1
+		}
+	})
 	if err != nil {
 		return err
 	}
 	defer ns.close()
+	tg := r.target(r, c)
 
 	// Signals are caught from now on: while waiting they end the wait,
 	// while COMMAND runs they are passed on to it.
@@ -180,26 +322,26 @@ func (r *runner) run() error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 
-	l, err := r.acquire(c, sigs)
+	h, vars, err := r.acquire(c, tg, sigs)
 	if err != nil {
 		return err
 	}
-	l.AutoExtend(0)
-	lctx := l.Context()
+	h.AutoExtend(0)
+	hctx := h.Context()
 
-	ch, err := startChild(r.argv, r.childEnv(l))
+	ch, err := startChild(r.argv, childEnv(vars))
 	if err != nil {
-		l.Release(context.Background())
+		h.Release(context.Background())
 		return err
 	}
-	lost := r.supervise(ch, lctx, sigs)
-	relErr := l.Release(context.Background())
+	lost := r.supervise(ch, tg, hctx, sigs)
+	relErr := h.Release(context.Background())
 	if lost != nil {
-		return exitf(exitLockLost, "the command was stopped because the lock %q was lost (exit status %d)", r.key, exitLockLost)
+		return exitf(exitLockLost, "the command was stopped because %s was lost (exit status %d)", tg.what, exitLockLost)
 	}
 	switch {
 	case errors.Is(relErr, redlock.ErrExpired), errors.Is(relErr, redlock.ErrLockLost):
-		return exitf(exitLockLost, "the lock %q was lost before the command finished: %s", r.key, describeErr(relErr))
+		return exitf(exitLockLost, "%s was lost before the command finished: %s", tg.what, describeErr(relErr))
 	case relErr != nil:
 		r.warn("the release of %q was not confirmed by a quorum; its keys expire within %v: %s", r.key, r.flags.ttl, describeErr(relErr))
 	}
@@ -209,39 +351,36 @@ func (r *runner) run() error {
 	return nil
 }
 
-// childEnv returns the environment for COMMAND.
-func (r *runner) childEnv(l *redlock.Lock) []string {
-	env := make([]string, 0, len(os.Environ())+3)
+// childEnv returns the environment for COMMAND: redlock's own without
+// childVars, and vars.
+func childEnv(vars []string) []string {
+	env := make([]string, 0, len(os.Environ())+len(vars))
 	for _, e := range os.Environ() {
 		name, _, _ := strings.Cut(e, "=")
-		if name != "REDLOCK_KEY" && name != "REDLOCK_FENCE" && name != "REDLOCK_LOCK_ID" {
+		if !slices.Contains(childVars, name) {
 			env = append(env, e)
 		}
 	}
-	return append(env, "REDLOCK_KEY="+r.key, "REDLOCK_FENCE="+strconv.FormatInt(l.Fence(), 10), "REDLOCK_LOCK_ID="+l.ID())
+	return append(env, vars...)
 }
 
-// acquire obtains the lock as --wait says. A signal ends the wait.
-func (r *runner) acquire(c *redlock.Client, sigs <-chan os.Signal) (*redlock.Lock, error) {
+// acquire obtains the target as --wait says. A signal ends the wait.
+func (r *runner) acquire(c *redlock.Client, tg *target, sigs <-chan os.Signal) (holding, []string, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	once := r.flags.waitGiven && r.flags.wait == 0
 	if r.flags.waitGiven && r.flags.wait > 0 {
 		ctx, cancel = context.WithTimeout(ctx, r.flags.wait)
 		defer cancel()
 	}
 	type result struct {
-		l   *redlock.Lock
-		err error
+		h    holding
+		vars []string
+		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
 		var res result
-		if once {
-			res.l, res.err = c.TryLock(ctx, r.key, r.flags.ttl)
-		} else {
-			res.l, res.err = c.Lock(ctx, r.key, r.flags.ttl)
-		}
+		res.h, res.vars, res.err = tg.obtain(ctx, r.once())
 		done <- res
 	}()
 	tick := time.NewTicker(time.Second)
@@ -251,32 +390,34 @@ func (r *runner) acquire(c *redlock.Client, sigs <-chan os.Signal) (*redlock.Loc
 		select {
 		case res := <-done:
 			if res.err != nil {
-				return nil, r.acquireError(c, res.err)
+				return nil, nil, r.acquireError(c, tg, res.err)
 			}
-			return res.l, nil
+			return res.h, res.vars, nil
 		case sig := <-sigs:
 			cancel()
-			if res := <-done; res.l != nil {
-				res.l.Release(context.Background())
+			if res := <-done; res.h != nil {
+				res.h.Release(context.Background())
 			}
-			return nil, exitf(exitSignalBase+signalNumber(sig), "interrupted by %v while waiting for the lock %q", sig, r.key)
+			return nil, nil, exitf(exitSignalBase+signalNumber(sig), "interrupted by %v while waiting for %s", sig, tg.what)
 		case <-tick.C:
-			if key, text := waitingReport(c); key != lastReport {
+			if key, text := waitingReport(c, tg.taken); key != lastReport {
 				lastReport = key
-				r.say("waiting for the lock %q: %s", r.key, text)
+				r.say("waiting for %s: %s", tg.what, text)
 			}
 		}
 	}
 }
 
-// waitingReport says why a wait for a lock goes on, from the nodes'
-// states. Its key changes only when a node's health changes, so that the
-// report is printed once per change.
-func waitingReport(c *redlock.Client) (key, text string) {
+// waitingReport says why a wait goes on, from the nodes' states, or, when
+// enough nodes can vote, from taken. Its key changes only when a node's
+// health or taken's answer changes, so that the report is printed once per
+// change.
+func waitingReport(c *redlock.Client, taken func() string) (key, text string) {
 	states := c.States()
 	healthy := countHealthy(states)
 	if healthy >= c.Quorum() {
-		return "taken", "it is held by another owner"
+		text := taken()
+		return "taken:" + text, text
 	}
 	var b, k strings.Builder
 	fmt.Fprintf(&b, "only %d of %d nodes can vote, %d needed:", healthy, len(states), c.Quorum())
@@ -304,9 +445,9 @@ func waitingReport(c *redlock.Client) (key, text string) {
 // quarantineHint explains quarantined nodes.
 const quarantineHint = "  (a node whose server started recently does not vote for one TTL; see --no-quarantine in 'redlock --help')"
 
-// acquireError turns an error from Lock or TryLock into the exit status
-// and message of run.
-func (r *runner) acquireError(c *redlock.Client, err error) error {
+// acquireError turns an error from the target's obtain (Lock, TryLock,
+// Acquire, TryAcquire, Campaign) into the runner's exit status and message.
+func (r *runner) acquireError(c *redlock.Client, tg *target, err error) error {
 	within := fmt.Sprintf("within --wait %v", r.flags.wait)
 	switch {
 	case !r.flags.waitGiven:
@@ -321,24 +462,24 @@ func (r *runner) acquireError(c *redlock.Client, err error) error {
 		return usagef("%s", describeErr(err))
 	case errors.Is(err, redlock.ErrRefused):
 		return &exitError{code: refusalStatus(err), err: err,
-			msg: fmt.Sprintf("the lock %q cannot be acquired: %s", r.key, refusedText(oe))}
+			msg: fmt.Sprintf("%s cannot be %s: %s", tg.what, tg.verb, refusedText(oe))}
 	case errors.Is(err, redlock.ErrTaken):
 		return &exitError{code: exitTaken, err: err,
-			msg: fmt.Sprintf("the lock %q is held by another owner; not acquired %s", r.key, within)}
+			msg: fmt.Sprintf("%s; not %s %s", tg.busy, tg.verb, within)}
 	case errors.Is(err, redlock.ErrNoQuorum), errors.Is(err, redlock.ErrExpired):
 		return &exitError{code: exitUnavailable, err: err,
-			msg: fmt.Sprintf("the lock %q could not be acquired %s: %s", r.key, within, noQuorumText(c, oe))}
+			msg: fmt.Sprintf("%s could not be %s %s: %s", tg.what, tg.verb, within, noQuorumText(c, oe))}
 	case errors.Is(err, context.DeadlineExceeded):
 		// No round completed within the wait: judge by what the nodes
 		// showed last.
 		if countHealthy(c.States()) < c.Quorum() {
 			return &exitError{code: exitUnavailable, err: err,
-				msg: fmt.Sprintf("the lock %q could not be acquired %s: %s", r.key, within, noQuorumText(c, nil))}
+				msg: fmt.Sprintf("%s could not be %s %s: %s", tg.what, tg.verb, within, noQuorumText(c, nil))}
 		}
 		return &exitError{code: exitTaken, err: err,
-			msg: fmt.Sprintf("the lock %q was not acquired %s", r.key, within)}
+			msg: fmt.Sprintf("%s was not %s %s", tg.what, tg.verb, within)}
 	}
-	return &exitError{code: exitSoftware, err: err, msg: fmt.Sprintf("the lock %q could not be acquired: %s", r.key, describeErr(err))}
+	return &exitError{code: exitSoftware, err: err, msg: fmt.Sprintf("%s could not be %s: %s", tg.what, tg.verb, describeErr(err))}
 }
 
 // noQuorumText explains, node by node, why too few nodes voted: from the
@@ -398,15 +539,15 @@ func resultText(n redlock.NodeResult) string {
 }
 
 // supervise waits for COMMAND to exit, passing signals on to it and
-// stopping it if the lock is lost. It returns why the lock was lost, or
-// nil if it was not.
-func (r *runner) supervise(ch *child, lctx context.Context, sigs <-chan os.Signal) (lost error) {
+// stopping it if the target, whose context is hctx, is lost. It returns
+// why the target was lost, or nil if it was not.
+func (r *runner) supervise(ch *child, tg *target, hctx context.Context, sigs <-chan os.Signal) (lost error) {
 	exited := make(chan struct{})
 	go func() {
 		ch.wait()
 		close(exited)
 	}()
-	lockDone := lctx.Done()
+	lockDone := hctx.Done()
 	var kill <-chan time.Time
 	for {
 		select {
@@ -420,12 +561,12 @@ func (r *runner) supervise(ch *child, lctx context.Context, sigs <-chan os.Signa
 			ch.forward(sig)
 		case <-lockDone:
 			lockDone = nil
-			cause := context.Cause(lctx)
+			cause := context.Cause(hctx)
 			if errors.Is(cause, redlock.ErrReleased) {
 				continue // not before COMMAND exits
 			}
 			lost = cause
-			r.warn("LOST the lock %q while the command ran: %s", r.key, describeErr(cause))
+			r.warn("LOST %s while the command ran: %s", tg.what, describeErr(cause))
 			r.warn("sending SIGTERM to the command; SIGKILL follows in %v if it has not exited", r.flags.grace)
 			ch.signal(syscall.SIGTERM)
 			t := time.NewTimer(r.flags.grace)
