@@ -13,11 +13,11 @@ import (
 	"github.com/quorumlock/redlock/redistest"
 )
 
-// TestSmoke runs every library in tiny cells of both workloads against real
-// servers and a cluster, and checks correctness only: no errors, no
-// give-ups without contention, no lost updates, work done in every cell,
-// commands counted, and a report that renders. It asserts nothing about
-// timing.
+// TestSmoke runs every library in tiny cells of every workload against
+// real servers and a cluster, and checks correctness only: no errors, no
+// give-ups without contention, no lost updates, never more than n permits
+// or one leader at once, work done in every cell, commands counted, and a
+// report that renders. It asserts nothing about timing.
 func TestSmoke(t *testing.T) {
 	servers := redistest.StartN(t, 3, redistest.Config{})
 	cluster := redistest.StartCluster(t, 3, redistest.Config{})
@@ -33,6 +33,8 @@ func TestSmoke(t *testing.T) {
 	cfg.ClusterGoroutines = []int{2}
 	cfg.CountPairs = 30
 	cfg.Contenders = 3
+	cfg.Candidates = 3
+	cfg.Permits = []int{2, 0}
 	var progress strings.Builder
 	cfg.Progress = &progress
 	// redlock runs as shipped, with restart quarantine: the fresh servers
@@ -48,7 +50,15 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	cells := cfg.cells()
-	if want := len(cells) * len(Libraries()); len(rep.Rows) != want {
+	want := 0
+	for _, c := range cells {
+		if coordination(c.Workload) {
+			want += 2 // this module's adapters only, without n/a rows
+		} else {
+			want += len(Libraries())
+		}
+	}
+	if len(rep.Rows) != want {
 		t.Fatalf("%d rows, want %d", len(rep.Rows), want)
 	}
 	if want := 2 * len(Libraries()); len(rep.Commands) != want {
@@ -65,8 +75,11 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	for _, row := range rep.Rows {
-		if row.NA != !supports(row.Library, row.Cell.N) {
+		if row.NA != !supports(row.Library, row.Cell) {
 			t.Errorf("%s %s: NA = %v", row.Cell, row.Library, row.NA)
+		}
+		if coordination(row.Cell.Workload) {
+			checkCoordRow(t, row)
 		}
 		if row.NA {
 			continue
@@ -75,7 +88,7 @@ func TestSmoke(t *testing.T) {
 			// A contended cell may see no grant at all in slices this
 			// short: redsync pauses 50-250ms between tries by default.
 			// Uncontended cells must make progress.
-			if row.Cell.Workload == W1 {
+			if row.Cell.Workload == W1 || row.Cell.Workload == Sem && row.Cell.Permits > 0 {
 				t.Errorf("%s %s: no lock+unlock in %v", row.Cell, row.Library, row.Elapsed)
 			}
 			continue
@@ -86,7 +99,7 @@ func TestSmoke(t *testing.T) {
 		if row.Acquire.P50 <= 0 || row.Acquire.P50 > row.Acquire.P99 || row.Acquire.P99 > row.Acquire.Max {
 			t.Errorf("%s %s: acquire latencies %+v", row.Cell, row.Library, row.Acquire)
 		}
-		if contended(row.Cell.Workload) {
+		if contended(row.Cell.Workload) || coordination(row.Cell.Workload) {
 			if row.Acquisitions != row.Ops {
 				t.Errorf("%s %s: %d acquisitions counted under the lock, %d lock+unlock pairs", row.Cell, row.Library, row.Acquisitions, row.Ops)
 			}
@@ -101,6 +114,8 @@ func TestSmoke(t *testing.T) {
 
 	md := rep.Markdown()
 	for _, want := range append([]string{"#### W1", "#### W2", "| n/a |", "zero lost updates in every W2 cell",
+		"#### SEM", "| 3 | 3 | 2 | redlock/rueidis |", "| 1 | 3 | lock | redlock/go-redis |", "#### ELECT", "| 3 | 3 | redlock/go-redis |",
+		"SEM and ELECT: never more than n permits or one leader at once",
 		"| 1 (cluster) | 2 | bsm/redislock |", "#### Commands per lock+release", "no extra round trip on a cluster"}, Libraries()...) {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report has no %q:\n%s", want, md)
@@ -115,6 +130,55 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("the report lists errors:\n%s", md)
 	}
 	t.Logf("\n%s", md)
+}
+
+// checkCoordRow checks what a Sem or Elect row says of the library's
+// guarantees and of the harness's own bookkeeping.
+func checkCoordRow(t *testing.T, row Row) {
+	t.Helper()
+	if row.Library != LibRedlockGoRedis && row.Library != LibRedlockRueidis {
+		t.Errorf("%s: a row of %s", row.Cell, row.Library)
+	}
+	if row.Violations != 0 || row.MaxHeld > row.Cell.limit() {
+		t.Errorf("%s %s: %d violations, %d held at once", row.Cell, row.Library, row.Violations, row.MaxHeld)
+	}
+	if row.Acquisitions > 0 && (row.MaxHeld < 1 || row.MeanHeld <= 0 || row.MeanHeld > float64(row.Cell.limit())) {
+		t.Errorf("%s %s: max held %d, mean held %.2f", row.Cell, row.Library, row.MaxHeld, row.MeanHeld)
+	}
+	if row.LeastShare > row.BusiestShare || row.LeastShare < 0 {
+		t.Errorf("%s %s: least share %v, busiest %v", row.Cell, row.Library, row.LeastShare, row.BusiestShare)
+	}
+	if row.Cell.Workload != Elect {
+		return
+	}
+	if row.Handovers > row.Acquisitions || row.Cross > row.Handovers {
+		t.Errorf("%s %s: %d handovers (%d to another) in %d leaderships", row.Cell, row.Library, row.Handovers, row.Cross, row.Acquisitions)
+	}
+	if row.Reads == 0 || row.NoLeader > row.Reads {
+		t.Errorf("%s %s: %d reads of the leader, %d without one", row.Cell, row.Library, row.Reads, row.NoLeader)
+	}
+	if row.Handovers > 0 && (row.Handover.P50 <= 0 || row.Handover.P50 > row.Handover.Max) {
+		t.Errorf("%s %s: handover latencies %+v", row.Cell, row.Library, row.Handover)
+	}
+}
+
+// TestCoordShared checks the harness's own safety bookkeeping on made-up
+// holders: too many at once and fences that do not rise are violations.
+func TestCoordShared(t *testing.T) {
+	var sh coordShared
+	sh.hold(2)
+	sh.hold(2)
+	sh.fence(1, 5)
+	sh.fence(1, 6)
+	if v := sh.violations.Load(); v != 0 || sh.maxHeld.Load() != 2 {
+		t.Fatalf("%d violations, max held %d", v, sh.maxHeld.Load())
+	}
+	sh.hold(2)
+	sh.fence(1, 6)
+	sh.fence(0, 1)
+	if v := sh.violations.Load(); v != 2 || sh.maxHeld.Load() != 3 {
+		t.Errorf("%d violations, want 2; max held %d, want 3", v, sh.maxHeld.Load())
+	}
 }
 
 func countNA(rows []Row) int {
@@ -154,12 +218,14 @@ func TestConfigValidate(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Addrs = []string{"127.0.0.1:1"}
 	cfg.Libraries = []string{"nope"}
-	cfg.Workloads = []string{"W3"}
+	cfg.Workloads = []string{"W3", Sem, Elect}
+	cfg.Permits = []int{4, -1, 129}
+	cfg.Candidates = 0
 	err := cfg.validate()
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{`"nope"`, `"W3"`, "3 nodes", "5 nodes"} {
+	for _, want := range []string{`"nope"`, `"W3"`, "3 nodes", "5 nodes", "permits -1", "permits 129", "candidates 0"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}

@@ -71,6 +71,29 @@
 // acquisitions per second (cross/s) and the busiest contender's share of all
 // acquisitions.
 //
+// SEM and ELECT measure this module's coordination primitives, which no
+// peer library offers over N masters, so only redlock/go-redis and
+// redlock/rueidis run them, on the plain servers (not on the cluster),
+// with the default options. In SEM, G contenders (Config.Contenders), each
+// with a client of its own, acquire a permit of one semaphore of n
+// permits (Config.Permits), hold it for Config.Hold, the work, and
+// release it; n = 0 runs the same loop on a plain Lock of the same key, to
+// compare. Holding a permit, a contender raises a shared count of holders
+// and of its slot's holders, and records its fence on the slot: more than
+// n holders, two holders of a slot, or a fence no higher than the slot's
+// last are violations, which must be 0. The row gives the grants per
+// second, the wait (as in W2), the permits held on average and at most,
+// and the busiest and least busy contender's shares of the grants. In
+// ELECT, C candidates (Config.Candidates), each with a client of its own,
+// campaign on one election; the leader checks that it is alone and that
+// its term is above the last leader's, leads for Config.Hold and
+// resigns, and campaigns again. A handover is a leadership that follows
+// another; its latency runs from the moment the last leader began to
+// resign to the next leader's Campaign return. One more client reads the
+// leader with Leader, back to back, for its latency. Every slice of these
+// two workloads uses keys of its own, so that what a slice cut short
+// leaves behind does not hold up the next.
+//
 // # Measurement
 //
 // A cell runs every library that supports it for Config.Duration, split

@@ -56,9 +56,14 @@ func Libraries() []string {
 	return []string{LibRedlockGoRedis, LibRedlockRueidis, LibRedsync, LibBSM, LibRaw}
 }
 
-// supports reports whether library lib can lock over n nodes.
-func supports(lib string, n int) bool {
-	return lib != LibBSM || n == 1
+// supports reports whether library lib can run cell c: bsm/redislock
+// locks one node only, and only this module's client has a semaphore and
+// elections.
+func supports(lib string, c Cell) bool {
+	if coordination(c.Workload) {
+		return lib == LibRedlockGoRedis || lib == LibRedlockRueidis
+	}
+	return lib != LibBSM || c.N == 1
 }
 
 // A target is what a cell's clients lock on: N plain servers, each a
@@ -107,7 +112,8 @@ type settings struct {
 	retry      Retry
 	tunedDelay time.Duration
 	ttl        time.Duration
-	quarantine bool // redlock: restart quarantine on (the default)
+	quarantine bool          // redlock: restart quarantine on (the default)
+	hold       time.Duration // Sem and Elect: how long a permit or a leadership is held
 }
 
 // A client is one library's client for a set of nodes, as one process

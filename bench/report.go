@@ -49,6 +49,25 @@ type Row struct {
 	HandoffShare float64 // Cross / acquisitions that had a predecessor
 	BusiestShare float64 // the most acquisitions by one contender / all acquisitions
 	LostUpdates  uint64  // increments of the protected counter lost to an overlap
+
+	// Sem and Elect only (Acquisitions, CutOff and BusiestShare too; Ops
+	// are acquisitions released, and Acquire the holder's wait).
+	LeastShare float64 // the fewest acquisitions by one contender / all acquisitions
+	MaxHeld    int     // the most permits or leaderships held at once
+	MeanHeld   float64 // permits or leaderships held on average: time held / measured time
+	// Violations counts more than n permits (one leader) held at once, two
+	// holders of a slot, and fences or terms that did not rise; it must be
+	// 0.
+	Violations uint64
+
+	// Elect only.
+	Handovers       uint64    // leaderships that followed another in their slice
+	HandoversPerSec float64   // Handovers per second; CrossPerSec counts those to another candidate
+	Handover        latencies // from the moment the last leader began to resign to the next one's Campaign return
+	Reads           uint64    // Leader calls by the reader
+	NoLeader        uint64    // reads that found no leader
+	ReadsPerSec     float64
+	Read            latencies // Leader latency
 }
 
 // A Report is the result of a run.
@@ -104,6 +123,9 @@ func (r *Report) Failures() error {
 		}
 		if row.LostUpdates > 0 {
 			errs = append(errs, fmt.Errorf("%s %s: %d lost updates", row.Cell, row.Library, row.LostUpdates))
+		}
+		if row.Violations > 0 {
+			errs = append(errs, fmt.Errorf("%s %s: %d violations (at most %d held at once, with rising fences)", row.Cell, row.Library, row.Violations, row.Cell.limit()))
 		}
 	}
 	return errors.Join(errs...)
@@ -224,7 +246,36 @@ func (r *Report) Targets() []Target {
 		ts = append(ts, Target{Target: "zero lost updates in every W2 cell", Library: "all",
 			Measured: fmt.Sprintf("%d lost in %d library-cells", lost, cells), Met: lost == 0})
 	}
+	var bad uint64
+	cells = 0
+	for _, row := range r.Rows {
+		if coordination(row.Cell.Workload) && !row.NA {
+			bad += row.Violations
+			cells++
+		}
+	}
+	if cells > 0 {
+		ts = append(ts, Target{Target: "SEM and ELECT: never more than n permits or one leader at once, fences and terms rising", Library: "all",
+			Measured: fmt.Sprintf("%d violations in %d library-cells", bad, cells), Met: bad == 0})
+	}
 	return ts
+}
+
+// limit is how many may hold at once in a Sem or Elect cell: the
+// permits, one for a lock or a leadership.
+func (c Cell) limit() int {
+	if c.Workload == Sem {
+		return max(c.Permits, 1)
+	}
+	return 1
+}
+
+// permits is what the n column of the SEM table says of c.
+func (c Cell) permits() string {
+	if c.Permits == 0 {
+		return "lock"
+	}
+	return strconv.Itoa(c.Permits)
 }
 
 // ratio returns a/b, +Inf when only b is 0, and NaN when both are.
@@ -290,6 +341,15 @@ func (row Row) progress() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-17s %-16s %8.0f ops/s  acquire p50 %-7s p99 %-7s release p50 %-7s %6.1f allocs/op",
 		row.Cell, row.Library, row.OpsPerSec, fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Release.P50), row.AllocsPerOp)
+	switch row.Cell.Workload {
+	case Sem:
+		fmt.Fprintf(&b, "  held mean %.2f max %d busiest %.1f%% least %.1f%% cut-off %d violations %d",
+			row.MeanHeld, row.MaxHeld, 100*row.BusiestShare, 100*row.LeastShare, row.CutOff, row.Violations)
+	case Elect:
+		fmt.Fprintf(&b, "  handovers %.1f/s (to another %.1f/s) p50 %s p99 %s  Leader() p50 %s p99 %s  violations %d",
+			row.HandoversPerSec, row.CrossPerSec, fmtDur(row.Handover.P50), fmtDur(row.Handover.P99),
+			fmtDur(row.Read.P50), fmtDur(row.Read.P99), row.Violations)
+	}
 	if contended(row.Cell.Workload) {
 		fmt.Fprintf(&b, "  cross %.1f/s handoff %.0f%% busiest %.1f%% gave-up %d cut-off %d lost %d",
 			row.CrossPerSec, 100*row.HandoffShare, 100*row.BusiestShare, row.GaveUp, row.CutOff, row.LostUpdates)
@@ -343,11 +403,16 @@ func (r *Report) Markdown() string {
 		}
 	}
 
-	var w1, w2 []Row
+	var w1, w2, sem, elect []Row
 	for _, row := range r.Rows {
-		if row.Cell.Workload == W1 {
+		switch row.Cell.Workload {
+		case W1:
 			w1 = append(w1, row)
-		} else {
+		case Sem:
+			sem = append(sem, row)
+		case Elect:
+			elect = append(elect, row)
+		default:
 			w2 = append(w2, row)
 		}
 	}
@@ -392,6 +457,42 @@ func (r *Report) Markdown() string {
 				row.GaveUp, row.CutOff, row.LostUpdates, row.Errors)
 		}
 	}
+	if len(sem) > 0 {
+		fmt.Fprintf(&b, "\n#### SEM: a semaphore of n permits (G contenders, each with its own client, each holding a permit %v; n = lock: a plain Lock on one key, run alike)\n\n", cfg.Hold)
+		b.WriteString("No peer library offers a semaphore over N masters: this module's client only. Grants/s are permits acquired and released per second; " +
+			"the wait runs from a contender's previous release to its next grant; mean held is the permits held on average; " +
+			"violations count more than n holders at once, two holders of a slot and fences that did not rise on a slot, and must be 0.\n\n")
+		b.WriteString("| N | G | n | library | grants/s | wait p50 | p99 | max | release p50 | p99 | allocs/op | mean held | max held | busiest share | least share | waits cut off | violations | errors |\n")
+		b.WriteString("|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, row := range sem {
+			c := row.Cell
+			fmt.Fprintf(&b, "| %d | %d | %s | %s | %.0f | %s | %s | %s | %s | %s | %.1f | %.2f | %d | %.1f%% | %.1f%% | %d | %d | %d |\n",
+				c.N, c.G, c.permits(), row.Library, row.OpsPerSec,
+				fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.Max),
+				fmtDur(row.Release.P50), fmtDur(row.Release.P99), row.AllocsPerOp,
+				row.MeanHeld, row.MaxHeld, 100*row.BusiestShare, 100*row.LeastShare,
+				row.CutOff, row.Violations, row.Errors+row.GaveUp)
+		}
+	}
+	if len(elect) > 0 {
+		fmt.Fprintf(&b, "\n#### ELECT: an election (C candidates, each with its own client; the leader resigns after %v; one more client reads Leader() back to back)\n\n", cfg.Hold)
+		b.WriteString("No peer library offers an election over N masters: this module's client only. A handover is a leadership that follows another; " +
+			"its latency runs from the moment the last leader began to Resign to the next leader's Campaign return; " +
+			"to another: handovers to another candidate than the last leader; violations count two leaders at once and terms that did not rise, and must be 0.\n\n")
+		b.WriteString("| N | C | library | handovers/s | to another /s | handover p50 | p99 | max | campaign wait p50 | p99 | resign p50 | p99 | Leader() p50 | p99 | reads/s | no leader | busiest share | least share | violations | errors |\n")
+		b.WriteString("|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, row := range elect {
+			c := row.Cell
+			fmt.Fprintf(&b, "| %d | %d | %s | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.1f%% | %.1f%% | %.1f%% | %d | %d |\n",
+				c.N, c.G, row.Library, row.HandoversPerSec, row.CrossPerSec,
+				fmtDur(row.Handover.P50), fmtDur(row.Handover.P99), fmtDur(row.Handover.Max),
+				fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99),
+				fmtDur(row.Release.P50), fmtDur(row.Release.P99),
+				fmtDur(row.Read.P50), fmtDur(row.Read.P99), row.ReadsPerSec,
+				100*share(row.NoLeader, row.Reads), 100*row.BusiestShare, 100*row.LeastShare,
+				row.Violations, row.Errors+row.GaveUp)
+		}
+	}
 	var errs []string
 	for _, row := range r.Rows {
 		if row.FirstError != "" {
@@ -402,6 +503,14 @@ func (r *Report) Markdown() string {
 		b.WriteString("\n#### Errors\n\n" + strings.Join(errs, "\n") + "\n")
 	}
 	return b.String()
+}
+
+// share returns part/whole, 0 when whole is 0.
+func share(part, whole uint64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
 }
 
 func orQ(s string) string {

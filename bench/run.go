@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/quorumlock/redlock"
 )
 
 // The workloads.
@@ -24,7 +26,25 @@ const (
 	// W2Shared is W2 with one client shared by the G contenders, as
 	// goroutines of one process would share it.
 	W2Shared = "W2s"
+	// Sem is a semaphore: G contenders, each with a client of its own,
+	// acquire and release a permit of one semaphore of n permits, and
+	// hold it for Config.Hold; it also runs with a plain Lock in place of
+	// the semaphore (n = 0 in Config.Permits). This module's client only.
+	Sem = "SEM"
+	// Elect is an election: C candidates, each with a client of its own,
+	// campaign on one election; the leader resigns after Config.Hold, and
+	// one more client reads the leader back to back. This module's client
+	// only.
+	Elect = "ELECT"
 )
+
+// Workloads returns the names of every workload, in the order a full run
+// runs them.
+func Workloads() []string { return []string{W1, W2, W2Shared, Sem, Elect} }
+
+// coordination reports whether w is Sem or Elect, the workloads of the
+// primitives that only this module offers.
+func coordination(w string) bool { return w == Sem || w == Elect }
 
 // contended reports whether w is W2 or W2Shared.
 func contended(w string) bool { return w == W2 || w == W2Shared }
@@ -57,7 +77,7 @@ type Config struct {
 	Duration time.Duration
 	// Reps is the number of slices Duration is split into.
 	Reps int
-	// Workloads lists the workloads to run: W1, W2 or both.
+	// Workloads lists the workloads to run (see Workloads).
 	Workloads []string
 	// Libraries lists the libraries to compare (see Libraries).
 	Libraries []string
@@ -67,6 +87,14 @@ type Config struct {
 	Goroutines []int
 	// Contenders is the number of contenders of W2.
 	Contenders int
+	// Permits lists the numbers of permits of Sem's semaphore; 0 is a
+	// plain Lock on the same key, run as the semaphore is, to compare.
+	Permits []int
+	// Candidates is the number of candidates of Elect.
+	Candidates int
+	// Hold is how long a holder of a permit, or a leader, keeps it before
+	// it releases it or resigns (Sem and Elect): the work it does.
+	Hold time.Duration
 	// Retries lists the retry settings W2 runs with.
 	Retries []Retry
 	// TunedDelay is the retry delay of RetryTuned.
@@ -87,11 +115,14 @@ func DefaultConfig() Config {
 	return Config{
 		Duration:   5 * time.Second,
 		Reps:       5,
-		Workloads:  []string{W1, W2, W2Shared},
+		Workloads:  Workloads(),
 		Libraries:  Libraries(),
 		Nodes:      []int{1, 3, 5},
 		Goroutines: []int{1, 16, 64},
 		Contenders: 16,
+		Permits:    []int{4, 1, 0},
+		Candidates: 4,
+		Hold:       time.Millisecond,
 		Retries:    []Retry{RetryDefault, RetryTuned},
 		TunedDelay: time.Millisecond,
 		TTL:        10 * time.Second,
@@ -109,8 +140,8 @@ func (cfg *Config) validate() error {
 		errs = append(errs, errors.New("duration and reps must be positive"))
 	}
 	for _, w := range cfg.Workloads {
-		if w != W1 && !contended(w) {
-			errs = append(errs, fmt.Errorf("unknown workload %q", w))
+		if !slices.Contains(Workloads(), w) {
+			errs = append(errs, fmt.Errorf("unknown workload %q (known: %s)", w, strings.Join(Workloads(), ", ")))
 		}
 	}
 	for _, l := range cfg.Libraries {
@@ -141,6 +172,22 @@ func (cfg *Config) validate() error {
 	if slices.ContainsFunc(cfg.Workloads, contended) && cfg.Contenders < 1 {
 		errs = append(errs, fmt.Errorf("bad number of contenders %d", cfg.Contenders))
 	}
+	if slices.Contains(cfg.Workloads, Sem) {
+		if cfg.Contenders < 1 {
+			errs = append(errs, fmt.Errorf("bad number of contenders %d", cfg.Contenders))
+		}
+		for _, p := range cfg.Permits {
+			if p < 0 || p > redlock.MaxPermits {
+				errs = append(errs, fmt.Errorf("bad number of permits %d (0, a lock, to %d)", p, redlock.MaxPermits))
+			}
+		}
+	}
+	if slices.Contains(cfg.Workloads, Elect) && cfg.Candidates < 1 {
+		errs = append(errs, fmt.Errorf("bad number of candidates %d", cfg.Candidates))
+	}
+	if slices.ContainsFunc(cfg.Workloads, coordination) && cfg.Hold < 0 {
+		errs = append(errs, fmt.Errorf("bad hold %v", cfg.Hold))
+	}
 	if cfg.TunedDelay <= 0 || cfg.TTL <= 0 {
 		errs = append(errs, errors.New("tuned delay and TTL must be positive"))
 	}
@@ -151,16 +198,29 @@ func (cfg *Config) validate() error {
 type Cell struct {
 	Workload string
 	N        int   // nodes
-	G        int   // goroutines (W1) or contenders (W2)
+	G        int   // goroutines (W1), contenders (W2, Sem) or candidates (Elect)
 	Retry    Retry // W2 and W2Shared only
+	// Permits is the number of permits of Sem's semaphore, 0 for a plain
+	// Lock.
+	Permits int
 	// Cluster says that the one node (N = 1) is the Redis Cluster at
 	// Config.ClusterAddrs.
 	Cluster bool
 }
 
-// String names the cell, as in "W1 N=5 G=64", "W2 N=5 G=16 tuned" or, on
-// the cluster, "W1 N=1 cluster G=64".
+// String names the cell, as in "W1 N=5 G=64", "W2 N=5 G=16 tuned", on
+// the cluster "W1 N=1 cluster G=64", "SEM N=5 G=16 n=4", "SEM N=5 G=16
+// lock" or "ELECT N=5 C=4".
 func (c Cell) String() string {
+	switch c.Workload {
+	case Sem:
+		if c.Permits == 0 {
+			return fmt.Sprintf("%s N=%d G=%d lock", c.Workload, c.N, c.G)
+		}
+		return fmt.Sprintf("%s N=%d G=%d n=%d", c.Workload, c.N, c.G, c.Permits)
+	case Elect:
+		return fmt.Sprintf("%s N=%d C=%d", c.Workload, c.N, c.G)
+	}
 	s := fmt.Sprintf("%s N=%d G=%d", c.Workload, c.N, c.G)
 	if c.Cluster {
 		s = fmt.Sprintf("%s N=%d cluster G=%d", c.Workload, c.N, c.G)
@@ -178,10 +238,23 @@ func (c Cell) tag() string {
 
 // cells lists the cells of cfg in the order they run: for each workload,
 // those of each number of nodes, with the cluster's after the plain N = 1
-// cells (first, if N = 1 is not run).
+// cells (first, if N = 1 is not run). Sem and Elect run on the plain
+// servers only.
 func (cfg *Config) cells() []Cell {
 	var cells []Cell
 	for _, w := range cfg.Workloads {
+		if coordination(w) {
+			for _, n := range cfg.Nodes {
+				if w == Elect {
+					cells = append(cells, Cell{Workload: w, N: n, G: cfg.Candidates})
+					continue
+				}
+				for _, p := range cfg.Permits {
+					cells = append(cells, Cell{Workload: w, N: n, G: cfg.Contenders, Permits: p})
+				}
+			}
+			continue
+		}
 		add := func(n int, cluster bool) {
 			if w == W1 {
 				gs := cfg.Goroutines
@@ -254,6 +327,10 @@ type gstate struct {
 	gaveUp   uint64 // acquisitions the library gave up on
 	errs     uint64 // errors other than giving up
 	firstErr error
+
+	held     time.Duration // Sem and Elect: time spent holding
+	hand     hist          // Elect: handovers, from the last leader's resign to this one's lead
+	noLeader uint64        // Elect's reader: reads that found no leader
 }
 
 // fail records an error, or a give-up when err is nil.
@@ -284,13 +361,26 @@ type libRun struct {
 	acquired    uint64 // acquisitions, counted under the lock
 	transitions uint64 // acquisitions that had a previous one in their slice
 	cross, lost uint64
+
+	// Sem and Elect only: the contenders or candidates, the reader of
+	// the leader (Elect), how many slices ran (each has keys of its own),
+	// and what the slices' coordShared counted.
+	hold        time.Duration
+	sems        []*semWorker
+	cands       []*candidate
+	reader      *candidate
+	readerState *gstate
+	slices      int
+	violations  uint64
+	maxHeld     int32
+	handovers   uint64
 }
 
 // runCell runs every library of cfg on cell c, the libraries taking turns
 // slice by slice, and returns a row for each.
 func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 	t := cfg.target(c)
-	s := settings{retry: c.Retry, tunedDelay: cfg.TunedDelay, ttl: cfg.TTL, quarantine: cfg.Quarantine}
+	s := settings{retry: c.Retry, tunedDelay: cfg.TunedDelay, ttl: cfg.TTL, quarantine: cfg.Quarantine, hold: cfg.Hold}
 	var (
 		runs []*libRun
 		rows []Row
@@ -301,7 +391,7 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 		}
 	}()
 	for _, lib := range cfg.Libraries {
-		if !supports(lib, c.N) {
+		if !supports(lib, c) {
 			continue
 		}
 		lr, err := newLibRun(ctx, lib, c, t, s)
@@ -323,6 +413,9 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 	}
 	for _, lib := range cfg.Libraries {
 		i := slices.IndexFunc(runs, func(lr *libRun) bool { return lr.lib == lib })
+		if i < 0 && coordination(c.Workload) {
+			continue // no peer offers these: no n/a rows
+		}
 		if i < 0 {
 			rows = append(rows, Row{Cell: c, Library: lib, NA: true})
 			continue
@@ -340,6 +433,9 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 // goroutine locks and unlocks a key of its own a few times, so that
 // connections are made and scripts cached before anything is measured.
 func newLibRun(ctx context.Context, lib string, c Cell, t target, s settings) (*libRun, error) {
+	if coordination(c.Workload) {
+		return newCoordRun(ctx, lib, c, t, s)
+	}
 	lr := &libRun{lib: lib, cell: c}
 	nclients := 1
 	if c.Workload == W2 {
@@ -445,6 +541,7 @@ func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 			}
 		}()
 	}
+	cs := lr.startCoord(lockCtx, &ready, &done, start, &stop)
 	ready.Wait()
 	halt := func() {
 		stop.Store(true)
@@ -488,6 +585,12 @@ func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 		}
 		lr.cross += sh.cross.Load()
 		lr.lost += acquired - uint64(sh.counter.Load())
+	}
+	if cs != nil {
+		lr.violations += cs.violations.Load()
+		lr.maxHeld = max(lr.maxHeld, cs.maxHeld.Load())
+		lr.handovers += cs.handovers.Load()
+		lr.cross += cs.cross.Load()
 	}
 	return nil
 }
@@ -592,6 +695,9 @@ func (lr *libRun) row() Row {
 	if r.Ops > 0 {
 		r.AllocsPerOp = float64(lr.mallocs) / float64(r.Ops)
 		r.BytesPerOp = float64(lr.bytes) / float64(r.Ops)
+	}
+	if coordination(lr.cell.Workload) {
+		lr.coordRow(&r, secs)
 	}
 	if contended(lr.cell.Workload) {
 		r.Acquisitions = lr.acquired
