@@ -19,6 +19,11 @@
 //	go run ./cmd/lockbench -n 1 -g 1,64
 //
 // the cluster's alone with -n "", and none of them with -cluster=false.
+// The semaphore and the election, this module's client only, over one
+// server and five, with a plain Lock beside the semaphore:
+//
+//	go run ./cmd/lockbench -workloads SEM,ELECT -n 1,5 -cluster=false -count 0
+//
 // The commands each library's lock+release costs the servers, counted
 // over 20,000 pairs, without any cell:
 //
@@ -64,12 +69,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
 		duration   = fs.Duration("duration", def.Duration, "measured time of each library in each cell, split into -reps interleaved slices")
 		reps       = fs.Int("reps", def.Reps, "number of interleaved slices per cell")
-		workloads  = fs.String("workloads", strings.Join(def.Workloads, ","), "workloads to run: W1, W2 (a client per contender), W2s (one client shared)")
+		workloads  = fs.String("workloads", strings.Join(def.Workloads, ","), "workloads to run: W1, W2 (a client per contender), W2s (one client shared), SEM (a semaphore), ELECT (an election)")
 		libs       = fs.String("libs", strings.Join(def.Libraries, ","), "libraries to compare, comma-separated: "+strings.Join(bench.Libraries(), ", "))
 		nodes      = fs.String("n", ints(def.Nodes), "numbers of nodes, N")
 		goroutines = fs.String("g", ints(def.Goroutines), "numbers of goroutines of W1, G")
 		contenders = fs.Int("contenders", def.Contenders, "number of contenders of W2")
 		retries    = fs.String("retry", "default,tuned", "retry settings of W2: default, tuned")
+		permits    = fs.String("permits", permitList(def.Permits), "numbers of permits of SEM's semaphore; lock (or 0): a plain Lock, to compare")
+		candidates = fs.Int("candidates", def.Candidates, "number of candidates of ELECT")
+		hold       = fs.Duration("hold", def.Hold, "how long SEM's holders keep a permit and ELECT's leaders lead before they release or resign")
 		tuned      = fs.Duration("tuned-delay", def.TunedDelay, "retry delay of the tuned setting")
 		ttl        = fs.Duration("ttl", def.TTL, "time to live of every lock")
 		quarantine = fs.Bool("quarantine", def.Quarantine, "run redlock with its restart quarantine on, as shipped (the fresh servers are first left to age past -ttl); false sets Options.DisableQuarantine")
@@ -105,6 +113,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-cluster-g: %w", err)
 	}
 	cfg.CountPairs = *count
+	cfg.Candidates, cfg.Hold = *candidates, *hold
+	cfg.Permits = nil
+	for _, p := range list(*permits) {
+		if p == "lock" {
+			p = "0"
+		}
+		v, err := strconv.Atoi(p)
+		if err != nil {
+			return fmt.Errorf("-permits: %w", err)
+		}
+		cfg.Permits = append(cfg.Permits, v)
+	}
 	cfg.Retries = nil
 	for _, r := range list(*retries) {
 		switch r {
@@ -289,6 +309,18 @@ func parseInts(s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// permitList formats numbers of permits as -permits takes them.
+func permitList(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+		if x == 0 {
+			s[i] = "lock"
+		}
+	}
+	return strings.Join(s, ",")
 }
 
 func ints(v []int) string {

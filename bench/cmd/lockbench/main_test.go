@@ -24,13 +24,15 @@ func TestCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr strings.Builder
-	args := []string{"-duration", "20ms", "-reps", "1", "-n", "1,3", "-g", "2", "-cluster-g", "3", "-count", "20", "-contenders", "2", "-retry", "tuned", "-ttl", "1s", "-out", out}
+	args := []string{"-duration", "20ms", "-reps", "1", "-n", "1,3", "-g", "2", "-cluster-g", "3", "-count", "20", "-contenders", "2", "-retry", "tuned", "-ttl", "1s",
+		"-permits", "2,lock", "-candidates", "2", "-hold", "200us", "-out", out}
 	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
 	for _, want := range []string{"W2 N=3 G=2 tuned", "W2s N=3 G=2 tuned", "age past the TTL",
 		"a Redis Cluster of 3 masters", "W1 N=1 cluster G=3", "W2 N=1 cluster G=2 tuned", "W2s N=1 cluster G=2 tuned",
-		"commands per lock+release, redlock/rueidis on cluster of 3: evalsha 2.00"} {
+		"commands per lock+release, redlock/rueidis on cluster of 3: evalsha 2.00",
+		"SEM N=3 G=2 n=2", "SEM N=1 G=2 lock", "ELECT N=3 C=2"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("no progress line %q:\n%s", want, stderr.String())
 		}
@@ -41,7 +43,8 @@ func TestCommand(t *testing.T) {
 	}
 	file := string(b)
 	for _, want := range []string{"prose", "### Run of", "cd bench && go run ./cmd/lockbench -duration 20ms", "#### W1", "#### W2",
-		"#### Commands per lock+release", "| 1 (cluster) | 3 | redlock/go-redis |", "| redlock/go-redis | cluster of 3 | 2.00 |"} {
+		"#### Commands per lock+release", "| 1 (cluster) | 3 | redlock/go-redis |", "| redlock/go-redis | cluster of 3 | 2.00 |",
+		"#### SEM", "| 3 | 2 | 2 | redlock/rueidis |", "| 1 | 2 | lock | redlock/go-redis |", "#### ELECT", "| 3 | 2 | redlock/rueidis |"} {
 		if !strings.Contains(file, want) {
 			t.Errorf("%s has no %q:\n%s", out, want, file)
 		}
@@ -61,6 +64,8 @@ func TestBadFlags(t *testing.T) {
 		{"extra"},
 		{"-libs", "nope", "-n", "1"},
 		{"-cluster-g", "x"},
+		{"-permits", "x"},
+		{"-workloads", "W9", "-n", "1"},
 	} {
 		var stdout, stderr strings.Builder
 		if err := run(context.Background(), args, &stdout, &stderr); err == nil {
