@@ -46,8 +46,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "redlock",
 		Short: "Run commands under a Redlock distributed lock, and check its Redis nodes",
 		Long: `redlock runs commands while holding a distributed lock kept on N independent
-Redis masters with the Redlock algorithm, shows who holds a lock, removes a
-stuck one, and checks whether the nodes are fit for Redlock.
+Redis masters with the Redlock algorithm, or one of N permits of a
+semaphore, or the lead in an election; shows who holds a lock and who leads,
+removes a stuck lock, and checks whether the nodes are fit for Redlock.
 
 Nodes come from --nodes or the environment variable REDLOCK_NODES: a list of
 URLs separated by commas or spaces,
@@ -75,6 +76,9 @@ which is safe only for nodes with appendonly yes and appendfsync always, or
 nodes nobody has locked anything on before.`,
 		Example: `  export REDLOCK_NODES=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
   redlock run nightly-report -- ./make-report.sh
+  redlock run --permits 4 transcode -- ./transcode.sh   # at most 4 at once
+  redlock elect scheduler -- ./scheduler                # one leader, standbys wait
+  redlock leader scheduler
   redlock inspect nightly-report
   redlock release --force nightly-report    # a stuck lock whose holder is gone
   redlock doctor
@@ -106,8 +110,8 @@ nodes nobody has locked anything on before.`,
 		return []string{"redis://", "rediss://", "unix://"}, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
 	})
 
-	root.AddCommand(newRunCmd(nf), newInspectCmd(nf, "inspect"), newInspectCmd(nf, "status"), newReleaseCmd(nf),
-		newDoctorCmd(nf), newDemoCmd(nf))
+	root.AddCommand(newRunCmd(nf), newElectCmd(nf), newLeaderCmd(nf), newInspectCmd(nf, "inspect"), newInspectCmd(nf, "status"),
+		newReleaseCmd(nf), newDoctorCmd(nf), newDemoCmd(nf))
 	return root
 }
 

@@ -46,6 +46,19 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"release", "--force", "--yes", deadNode, "redlock:fence:k"}, "reserved"},
 		{[]string{"run", "--owner", strings.Repeat("x", 65), deadNode, "k", "--", "true"}, "--owner is 65 bytes long"},
 		{[]string{"run", "--owner", "a\tb", deadNode, "k", "--", "true"}, "control characters"},
+		{[]string{"run", "--permits", "0", deadNode, "k", "--", "true"}, "--permits 0: a semaphore has from 1 to 128 permits"},
+		{[]string{"run", "--permits", "129", deadNode, "k", "--", "true"}, "--permits 129"},
+		{[]string{"run", "--permits", "two", "k", "--", "true"}, `invalid argument "two" for "--permits"`},
+		{[]string{"run", "--permits", "2", deadNode, "redlock:node", "--", "true"}, "reserved"},
+		{[]string{"elect"}, "missing KEY and COMMAND"},
+		{[]string{"elect", "k", "--"}, "missing COMMAND: redlock elect"},
+		{[]string{"elect", "--ttl", "0s", deadNode, "k", "--", "true"}, "--ttl 0s must be positive"},
+		{[]string{"elect", "--value", strings.Repeat("x", 65), deadNode, "k", "--", "true"}, "--value is 65 bytes long"},
+		{[]string{"elect", "--value", "a\nb", deadNode, "k", "--", "true"}, "--value"},
+		{[]string{"elect", deadNode, "redlock:fence:k", "--", "true"}, "reserved"},
+		{[]string{"leader"}, "exactly one KEY"},
+		{[]string{"leader", deadNode, "redlock:node"}, "reserved"},
+		{[]string{"leader", "--timeout", "0s", deadNode, "k"}, "--timeout 0s must be positive"},
 		{[]string{"doctor", "extra"}, "doctor takes no arguments"},
 		{[]string{"demo", "--workers", "0"}, "at least one worker"},
 		{[]string{"demo", "--ttl", "1ms"}, "--ttl"},
@@ -69,12 +82,15 @@ func TestVersionHelpAndCompletion(t *testing.T) {
 	if strings.Count(strings.TrimSpace(r.stdout), "\n") != 0 {
 		t.Fatalf("--version prints more than a line:\n%s", r)
 	}
-	for _, cmd := range []string{"", "run", "inspect", "status", "release", "doctor", "demo"} {
+	for _, cmd := range []string{"", "run", "elect", "leader", "inspect", "status", "release", "doctor", "demo"} {
 		args := strings.Fields(cmd + " --help")
 		r := run(t, args...)
 		expect(t, r, 0, "Usage:", "Examples:")
 	}
 	expect(t, run(t, "run", "--help"), 0, "REDLOCK_FENCE", "REDLOCK_LOCK_ID", "--owner", "--kill-grace", "--no-quarantine", "75", "76", "69", "77", "78", "WRONGPASS", "READONLY")
+	expect(t, run(t, "run", "--help"), 0, "--permits", "REDLOCK_SLOT", "REDLOCK_PERMITS", "--permits 4")
+	expect(t, run(t, "elect", "--help"), 0, "--value", "REDLOCK_TERM", "REDLOCK_VALUE", "REDLOCK_FENCE", "--kill-grace", "75", "76", "69", "77", "78", "redlock leader")
+	expect(t, run(t, "leader", "--help"), 0, "--json", "--quiet", "value", "term", "nobody leads", "69", "77", "78")
 	expect(t, run(t, "--help"), 0, "--cacert FILE", "$REDLOCK_CACERT", "--cacertdir DIR", "$REDLOCK_CACERTDIR", "--cert FILE", "$REDLOCK_CERT",
 		"--key FILE", "$REDLOCK_CERT_KEY", "--sni NAME", "$REDLOCK_SNI", "--insecure", "$REDLOCK_INSECURE", "rotated", "?cluster=true")
 	expect(t, run(t, "doctor", "--help"), 0, "TLS version", "a warning under 14", "promoted", "CLUSTER INFO", "--cacert")
@@ -96,6 +112,13 @@ func TestVersionHelpAndCompletion(t *testing.T) {
 	expect(t, run(t, "__complete", "rel"), 0, "release")
 	expect(t, run(t, "__complete", "release", "--"), 0, "--force", "--yes", "--json")
 	expect(t, run(t, "__complete", "run", "--o"), 0, "--owner")
+	expect(t, run(t, "__complete", "el"), 0, "elect")
+	expect(t, run(t, "__complete", "le"), 0, "leader")
+	expect(t, run(t, "__complete", "run", "--p"), 0, "--permits")
+	expect(t, run(t, "__complete", "elect", "--v"), 0, "--value")
+	expect(t, run(t, "__complete", "elect", "--k"), 0, "--kill-grace")
+	expect(t, run(t, "__complete", "leader", "--"), 0, "--json", "--quiet", "--timeout")
+	expect(t, run(t, "__complete", "elect", ""), 0, "NoFileComp") // the election's key
 	r = run(t, "__complete", "inspect", "")
 	expect(t, r, 0, "NoFileComp") // a lock key: no file names
 }

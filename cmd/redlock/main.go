@@ -2,6 +2,9 @@
 // and shows and checks the Redis nodes that the locks live on.
 //
 //	redlock run [flags] KEY -- COMMAND [ARGS...]   run COMMAND while holding KEY
+//	redlock run --permits N KEY -- COMMAND ...     ... holding one of N permits of KEY
+//	redlock elect [flags] KEY -- COMMAND ...       run COMMAND while leading the election KEY
+//	redlock leader KEY                             who leads the election KEY
 //	redlock status KEY                             who holds KEY, node by node
 //	redlock doctor                                 check the nodes for Redlock
 //	redlock demo                                   see the algorithm at work
