@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -438,6 +439,80 @@ func readProbe(ns *NodeSample, v any, err error) {
 	}
 }
 
+// probeAllScript is probeScript for several keys: each key's value and
+// absolute expiry, then the node's clock.
+const probeAllScript = `local t = redis.call('TIME')
+local out = {}
+for _, k in ipairs(KEYS) do
+	out[#out + 1] = redis.call('GET', k)
+	out[#out + 1] = redis.call('PEXPIRETIME', k)
+end
+out[#out + 1] = tonumber(t[1])
+out[#out + 1] = tonumber(t[2])
+return out`
+
+// SampleAll reads keys on every node at once, each node all of them in
+// one script, so that the samples, one per key, show what each node held
+// at one instant; they share a Sample.Batch. A Redis Cluster node's
+// masters are read key by key instead, and those samples have no batch.
+func (c *Cluster) SampleAll(keys []string) []Sample {
+	if len(keys) == 1 || c.clusters != nil {
+		out := make([]Sample, len(keys))
+		for i, k := range keys {
+			out[i] = c.Sample(k)
+		}
+		return out
+	}
+	b := c.H.nextBatch()
+	out := make([]Sample, len(keys))
+	for j, k := range keys {
+		out[j] = Sample{Key: k, Nodes: make([]NodeSample, c.N()), Batch: b}
+	}
+	var wg sync.WaitGroup
+	for i := range c.n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j, ns := range c.sampleNodeAll(i, keys) {
+				out[j].Nodes[i] = ns
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (c *Cluster) sampleNodeAll(i int, keys []string) []NodeSample {
+	out := make([]NodeSample, len(keys))
+	c.mu.Lock()
+	srv, paused, down := c.servers[i], c.paused[i], c.down[i]
+	c.mu.Unlock()
+	var v any
+	var err error
+	switch {
+	case paused:
+		err = errors.New("paused")
+	case down:
+		err = errors.New("down")
+	default:
+		v, err = srv.Do(append([]string{"EVAL", probeAllScript, strconv.Itoa(len(keys))}, keys...)...)
+	}
+	at := c.H.Now()
+	a, ok := v.([]any)
+	if err == nil && (!ok || len(a) != 2*len(keys)+2) {
+		err = fmt.Errorf("probe answered %#v", v)
+	}
+	for j := range keys {
+		out[j] = NodeSample{Node: i, At: at}
+		if err != nil {
+			out[j].Err = err.Error()
+			continue
+		}
+		readProbe(&out[j], []any{a[2*j], a[2*j+1], a[len(a)-2], a[len(a)-1]}, nil)
+	}
+	return out
+}
+
 // noteLock remembers a key, and that a lock key may live until ttl from
 // now, by the clock of the slowest node, for Quiesce.
 func (c *Cluster) noteLock(key string, ttl time.Duration) {
@@ -498,9 +573,11 @@ func (c *Cluster) AwaitExpiry(latency time.Duration) {
 //
 // A Client records every acquisition it makes in the cluster's history,
 // and what became of the lock: the extensions made with Held.Extend and
-// those Lock.AutoExtend makes in the background (its Observer sees them),
-// and the release. Its acquisition calls (Lock, TryLock) run one at a
-// time, and it holds at most one lock per key at a time.
+// those Lock.AutoExtend makes in the background (its Observer sees them;
+// a leadership's renewals too), and the release. Its acquisition calls
+// (Lock, TryLock, LockAll, TryLockAll, Acquire, TryAcquire, Campaign) run
+// one at a time, and it holds at most one lock per key, one permit per
+// semaphore and one leadership per election at a time.
 type Client struct {
 	Name string
 	RL   *redlock.Client
@@ -749,7 +826,7 @@ func (n *tapNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 // answered, that the node settled it, and hands the batch to the adapter.
 func (n *tapNode) EvalBatch(ctx context.Context, calls []driver.Call) {
 	for _, c := range calls {
-		if c.Script.Name() == "acquire" && len(c.Args) > 0 {
+		if acquires(c.Script) && len(c.Args) > 0 {
 			n.cl.noteRound(c.Args[0])
 		}
 	}
@@ -768,10 +845,21 @@ func (n *tapNode) EvalBatch(ctx context.Context, calls []driver.Call) {
 	n.inFlight -= len(calls)
 	n.mu.Unlock()
 	for _, c := range calls {
-		if c.Script.Name() == "acquire" && len(c.Args) > 0 && !timedOut(c.Err) {
+		if acquires(c.Script) && len(c.Args) > 0 && !timedOut(c.Err) {
 			n.cl.noteSettled(c.Args[0], n.i)
 		}
 	}
+}
+
+// acquires reports whether s is an acquisition round's script: of a lock,
+// of a lock on several keys, or of a semaphore's permit. Each takes the
+// round's token as its first argument.
+func acquires(s *driver.Script) bool {
+	switch s.Name() {
+	case "acquire", "acquire_all", "acquire_permit":
+		return true
+	}
+	return false
 }
 
 // timedOut reports whether a request ended without learning whether the
@@ -829,68 +917,226 @@ func (cl *Client) claim(start Mono, until time.Time) Mono {
 	return start + Mono(math.Round(float64(u-start)/cl.Rate))
 }
 
-// A Held is a lock a Client obtained, with its record in the history.
+// A Held is what a Client obtained, with its record in the history: a
+// lock (L, from Lock, TryLock, LockAll or TryLockAll), a permit (P, from
+// Acquire or TryAcquire) or a leadership (E, from Campaign).
 type Held struct {
 	L  *redlock.Lock
+	P  *redlock.Permit
+	E  *redlock.Leadership
 	Op *Op
 	cl *Client
+	// name is what the client's events call it (redlock.OpEvent.Key): the
+	// lock's key, a LockAll's keys joined by commas, the semaphore's or
+	// the election's key.
+	name string
 }
 
 // TryLock makes one attempt with Client.TryLock and records it.
 func (cl *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*Held, error) {
-	return cl.acquire(key, ttl, func() (*redlock.Lock, error) { return cl.RL.TryLock(ctx, key, ttl) })
+	return cl.acquire(acquisition{kind: OpLock, key: key, ttl: ttl}, func(hl *Held) (err error) {
+		hl.L, err = cl.RL.TryLock(ctx, key, ttl)
+		return err
+	})
 }
 
 // Lock waits for the lock with Client.Lock and records the call.
 func (cl *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Held, error) {
-	return cl.acquire(key, ttl, func() (*redlock.Lock, error) { return cl.RL.Lock(ctx, key, ttl) })
+	return cl.acquire(acquisition{kind: OpLock, key: key, ttl: ttl}, func(hl *Held) (err error) {
+		hl.L, err = cl.RL.Lock(ctx, key, ttl)
+		return err
+	})
 }
 
-func (cl *Client) acquire(key string, ttl time.Duration, call func() (*redlock.Lock, error)) (*Held, error) {
+// LockAll waits for the lock on all of keys with Client.LockAll and
+// records the call.
+func (cl *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration) (*Held, error) {
+	return cl.acquire(allOf(keys, ttl), func(hl *Held) (err error) {
+		hl.L, err = cl.RL.LockAll(ctx, keys, ttl)
+		return err
+	})
+}
+
+// TryLockAll makes one attempt with Client.TryLockAll and records it.
+func (cl *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duration) (*Held, error) {
+	return cl.acquire(allOf(keys, ttl), func(hl *Held) (err error) {
+		hl.L, err = cl.RL.TryLockAll(ctx, keys, ttl)
+		return err
+	})
+}
+
+// allOf describes a LockAll of keys: sorted, without repeats, as the
+// client takes them.
+func allOf(keys []string, ttl time.Duration) acquisition {
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	return acquisition{kind: OpAll, key: strings.Join(keys, ","), keys: keys, ttl: ttl}
+}
+
+// Acquire waits for a permit of the semaphore on key with n permits
+// (Semaphore.Acquire) and records the call. A client holds at most one
+// permit of a semaphore at a time.
+func (cl *Client) Acquire(ctx context.Context, key string, n int, ttl time.Duration) (*Held, error) {
+	return cl.acquire(permitOf(key, n, ttl), func(hl *Held) (err error) {
+		hl.P, err = cl.RL.Semaphore(key, n).Acquire(ctx, ttl)
+		return err
+	})
+}
+
+// TryAcquire makes one attempt at a permit (Semaphore.TryAcquire) and
+// records it.
+func (cl *Client) TryAcquire(ctx context.Context, key string, n int, ttl time.Duration) (*Held, error) {
+	return cl.acquire(permitOf(key, n, ttl), func(hl *Held) (err error) {
+		hl.P, err = cl.RL.Semaphore(key, n).TryAcquire(ctx, ttl)
+		return err
+	})
+}
+
+// permitOf describes an acquisition of a permit: its rounds may be granted
+// any of the n slots.
+func permitOf(key string, n int, ttl time.Duration) acquisition {
+	a := acquisition{kind: OpPermit, key: key, permits: n, ttl: ttl}
+	for i := range n {
+		a.keys = append(a.keys, redlock.PermitKey(key, i))
+	}
+	return a
+}
+
+// Campaign campaigns in the election on key, whose leaders hold for ttl
+// (Client.Election, Election.Campaign), until this client leads or ctx
+// is done, and records the call. The leadership renews itself
+// (Lock.AutoExtend), and the recorder records each renewal: from before
+// the call, since the first may come before Campaign has returned.
+func (cl *Client) Campaign(ctx context.Context, key string, ttl time.Duration, value string) (*Held, error) {
+	return cl.acquire(acquisition{kind: OpLeader, key: key, ttl: ttl}, func(hl *Held) (err error) {
+		hl.E, err = cl.RL.Election(key, ttl).Campaign(ctx, value)
+		return err
+	})
+}
+
+// An acquisition says what a call takes.
+type acquisition struct {
+	kind    OpKind
+	key     string   // Op.Key, and what the client's events call it
+	keys    []string // the lock keys its rounds may take, if not key
+	permits int
+	ttl     time.Duration
+}
+
+// candidates returns the lock keys the acquisition's rounds may take.
+func (a acquisition) candidates() []string {
+	if a.keys != nil {
+		return a.keys
+	}
+	return []string{a.key}
+}
+
+func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, error) {
 	cl.call.Lock()
 	defer cl.call.Unlock()
 	h := cl.c.H
-	cl.c.noteLock(key, ttl)
-	op := &Op{ID: h.nextID(), Client: cl.Name, Key: key, TTLms: ttl.Milliseconds(), Start: h.Now()}
-	l, err := call()
-	op.Return = h.Now()
-	cl.c.noteLock(key, ttl)
+	for _, k := range a.candidates() {
+		cl.c.noteLock(k, a.ttl)
+	}
+	op := &Op{ID: h.nextID(), Client: cl.Name, Kind: a.kind, Key: a.key, Permits: a.permits, TTLms: a.ttl.Milliseconds(), Start: h.Now()}
+	if a.kind == OpAll {
+		op.Keys = a.keys
+	}
+	hl := &Held{Op: op, cl: cl, name: a.key}
+	if a.kind == OpLeader {
+		// A leadership renews itself from inside Campaign on.
+		cl.mu.Lock()
+		cl.holding[hl.name] = hl
+		cl.mu.Unlock()
+	}
+	err := call(hl)
+	ret := h.Now()
+	for _, k := range a.candidates() {
+		cl.c.noteLock(k, a.ttl)
+	}
 	tokens, rounds := cl.takeRounds()
-	op.Tokens = tokens
+	var unsettled []RoundNode
 	for _, t := range tokens {
 		for i, ok := range rounds[t].settled {
 			if !ok {
-				op.Unsettled = append(op.Unsettled, RoundNode{Token: t, Node: i})
+				unsettled = append(unsettled, RoundNode{Token: t, Node: i})
 			}
 		}
 	}
+	// The recorder may be recording a leadership's renewal meanwhile.
+	h.mu.Lock()
+	op.Return, op.Tokens, op.Unsettled = ret, tokens, unsettled
+	h.mu.Unlock()
 	defer h.AddOp(op)
+	leftover := func() {
+		ss := cl.c.SampleAll(a.candidates())
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if len(ss) == 1 {
+			op.Leftover = &ss[0]
+		} else {
+			op.Leftovers = ss
+		}
+	}
 	if err != nil {
-		op.Err, op.Reason = err.Error(), reason(err)
+		if a.kind == OpLeader {
+			cl.mu.Lock()
+			delete(cl.holding, hl.name)
+			cl.mu.Unlock()
+		}
+		e := &Op{Err: err.Error(), Reason: reason(err)}
 		var oe *redlock.OpError
 		if errors.As(err, &oe) {
 			for _, n := range oe.Nodes {
-				op.Outcomes = append(op.Outcomes, n.Outcome.String())
+				e.Outcomes = append(e.Outcomes, n.Outcome.String())
 			}
 		}
+		h.mu.Lock()
+		op.Err, op.Reason, op.Outcomes = e.Err, e.Reason, e.Outcomes
+		h.mu.Unlock()
 		if len(tokens) > 0 {
-			s := cl.c.Sample(key)
-			op.Leftover = &s
+			leftover()
 		}
 		return nil, err
 	}
-	op.OK, op.Token, op.Holder, op.Fence = true, l.Token(), l.ID(), l.Fence()
-	op.RoundStart = rounds[l.Token()].first
-	op.Until = cl.claim(op.RoundStart, l.Until())
-	op.Probes = append(op.Probes, cl.c.Sample(key))
-	if len(tokens) > 1 {
-		s := cl.c.Sample(key)
-		op.Leftover = &s
+	var token, holder string
+	var fence int64
+	var until time.Time
+	switch {
+	case hl.L != nil:
+		token, holder, fence, until = hl.L.Token(), hl.L.ID(), hl.L.Fence(), hl.L.Until()
+	case hl.P != nil:
+		token, holder, fence, until = hl.P.Token(), hl.P.ID(), hl.P.Fence(), hl.P.Until()
+	default:
+		// A Leadership shows neither its token nor its ID: its token is
+		// that of the call's last round, which won (rounds run in turn).
+		token, fence, until = tokens[len(tokens)-1], hl.E.Term(), hl.E.Until()
 	}
-	hl := &Held{L: l, Op: op, cl: cl}
-	cl.mu.Lock()
-	cl.holding[key] = hl
-	cl.mu.Unlock()
+	var first Mono
+	if r := rounds[token]; r != nil {
+		first = r.first
+	} else {
+		cl.c.t.Errorf("faulttest: %s's acquisition has no round of its token", cl.Name)
+	}
+	h.mu.Lock()
+	op.OK, op.Token, op.Holder, op.Fence = true, token, holder, fence
+	op.RoundStart = first
+	op.Until = cl.claim(first, until)
+	if hl.P != nil {
+		op.Slot = hl.P.Slot()
+		op.Keys = []string{redlock.PermitKey(a.key, op.Slot)}
+	}
+	h.mu.Unlock()
+	hl.Probe()
+	if len(tokens) > 1 {
+		leftover()
+	}
+	if a.kind != OpLeader {
+		cl.mu.Lock()
+		cl.holding[hl.name] = hl
+		cl.mu.Unlock()
+	}
 	return hl, nil
 }
 
@@ -915,26 +1161,74 @@ func reason(err error) string {
 	return "other"
 }
 
-// Probe samples the lock's key on every node into the lock's record, for
-// the quorum check.
+// Probe samples the lock's keys on every node into the lock's record, for
+// the quorum check: a LockAll's keys, or a semaphore's slots, read together
+// on each node.
 func (hl *Held) Probe() {
-	s := hl.cl.c.Sample(hl.Op.Key)
-	hl.cl.c.H.mu.Lock()
-	defer hl.cl.c.H.mu.Unlock()
-	hl.Op.Probes = append(hl.Op.Probes, s)
+	h := hl.cl.c.H
+	h.mu.Lock()
+	keys := hl.Op.LockKeys()
+	h.mu.Unlock()
+	ss := hl.cl.c.SampleAll(keys)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hl.Op.Probes = append(hl.Op.Probes, ss...)
 }
 
-// Extend extends the lock with Lock.Extend and records the call.
+// Context returns the context of what hl holds; see Lock.Context.
+func (hl *Held) Context() context.Context {
+	switch {
+	case hl.P != nil:
+		return hl.P.Context()
+	case hl.E != nil:
+		return hl.E.Context()
+	}
+	return hl.L.Context()
+}
+
+// Valid reports whether what hl holds is within its validity, and not
+// lost nor released.
+func (hl *Held) Valid() bool {
+	switch {
+	case hl.P != nil:
+		return hl.P.Valid()
+	case hl.E != nil:
+		return hl.E.Context().Err() == nil && time.Now().Before(hl.E.Until())
+	}
+	return hl.L.Valid()
+}
+
+// Extend extends the lock or the permit with Lock.Extend or Permit.Extend
+// and records the call. A leadership renews itself and is not extended.
 func (hl *Held) Extend(ctx context.Context, ttl time.Duration) error {
-	hl.cl.c.noteLock(hl.Op.Key, ttl)
+	if hl.E != nil {
+		return errors.New("faulttest: a leadership renews itself")
+	}
+	hl.note(ttl)
 	start := hl.cl.c.H.Now()
-	err := hl.L.Extend(context.WithValue(ctx, recordedBy{}, "Held.Extend"), ttl)
+	ctx = context.WithValue(ctx, recordedBy{}, "Held.Extend")
+	var err error
 	var until time.Time
-	if err == nil {
+	if hl.P != nil {
+		if err = hl.P.Extend(ctx, ttl); err == nil {
+			until = hl.P.Until()
+		}
+	} else if err = hl.L.Extend(ctx, ttl); err == nil {
 		until = hl.L.Until()
 	}
 	hl.record(start, ttl, err, until, false)
 	return err
+}
+
+// note notes that the keys of hl may live until ttl from now.
+func (hl *Held) note(ttl time.Duration) {
+	h := hl.cl.c.H
+	h.mu.Lock()
+	keys := hl.Op.LockKeys()
+	h.mu.Unlock()
+	for _, k := range keys {
+		hl.cl.c.noteLock(k, ttl)
+	}
 }
 
 // record records an extension that started at start and has just
@@ -950,7 +1244,7 @@ func (hl *Held) record(start Mono, ttl time.Duration, err error, until time.Time
 	} else {
 		e.Err, e.Lost = err.Error(), errors.Is(err, redlock.ErrLockLost)
 	}
-	hl.cl.c.noteLock(hl.Op.Key, ttl)
+	hl.note(ttl)
 	h.mu.Lock()
 	hl.Op.Extends = append(hl.Op.Extends, e)
 	h.mu.Unlock()
@@ -959,11 +1253,21 @@ func (hl *Held) record(start Mono, ttl time.Duration, err error, until time.Time
 	}
 }
 
-// Release releases the lock with Lock.Release and records the call.
+// Release releases the lock or the permit with Lock.Release or
+// Permit.Release, or resigns the leadership with Leadership.Resign, and
+// records the call.
 func (hl *Held) Release(ctx context.Context) error {
 	h := hl.cl.c.H
 	r := &Release{Call: h.Now()}
-	err := hl.L.Release(ctx)
+	var err error
+	switch {
+	case hl.P != nil:
+		err = hl.P.Release(ctx)
+	case hl.E != nil:
+		err = hl.E.Resign(ctx)
+	default:
+		err = hl.L.Release(ctx)
+	}
 	r.Return = h.Now()
 	if err != nil {
 		r.Err = err.Error()
@@ -972,8 +1276,8 @@ func (hl *Held) Release(ctx context.Context) error {
 	hl.Op.Release = r
 	h.mu.Unlock()
 	hl.cl.mu.Lock()
-	if hl.cl.holding[hl.Op.Key] == hl {
-		delete(hl.cl.holding, hl.Op.Key)
+	if hl.cl.holding[hl.name] == hl {
+		delete(hl.cl.holding, hl.name)
 	}
 	hl.cl.mu.Unlock()
 	return err

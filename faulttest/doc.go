@@ -54,6 +54,10 @@
 // rounds left behind; once a run is over and every fault healed, every
 // lock key is read a last time. An operator's removals are recorded with
 // the acquisitions they removed, and the writes to a fenced resource with
-// the acquisition that made them. Check finds six kinds of violation in
-// such a history; see Kind.
+// the acquisition that made them. A Client also takes a semaphore's
+// permits, an election's leadership and locks on several keys (LockAll),
+// recorded as acquisitions of their lock keys with what they are
+// (Op.Kind); the keys of a LockAll, or a semaphore's slots, are read
+// together on each node (Cluster.SampleAll). Check finds ten kinds of
+// violation in such a history; see Kind.
 package faulttest
