@@ -62,6 +62,15 @@ var scenarios = []scenario{
 	{name: "canary-eviction-volatile-lru", nodes: 3, clients: 2, fault: "as the canary above with volatile-lru, the filler keys with an expiry", canary: []Kind{Overlap, Quorum}, body: func(r *run) { evictUnderLock(r, "volatile-lru") }},
 	{name: "full-noeviction", nodes: 3, clients: 2, fault: "2 of 3 nodes at maxmemory with noeviction, filled under a held lock, then given room", body: fullNoEviction},
 	{name: "autoextend-under-faults", nodes: 5, clients: 3, fault: "holders keep the lock with AutoExtend while nodes are killed, restarted, stopped, holders cut off from 2 or 3 nodes and extend replies lost, in turn; quarantine on", body: autoExtendUnderFaults},
+	{name: "semaphore-under-faults", nodes: 5, clients: 4, fault: "4 clients share a semaphore of 2 permits (Acquire, TTL 400ms): hold, extend, release or let expire, while faults come in turn: SIGKILL + restart, a client cut from 2 or 3 nodes, lost acquire/extend/release replies, SIGKILL of 2 restarted later, SIGSTOP; quarantine on", body: semaphoreUnderFaults},
+	{name: "semaphore-restart-with-quarantine", nodes: 3, clients: 3, fault: "2 holders of a semaphore of 2 permits, each on all 3 nodes; SIGKILL 2 of 3, restart empty at once; a contender polls TryAcquire; quarantine on", body: func(r *run) { restartUnderPrimitive(r, semaphorePrim, true) }},
+	{name: "canary-semaphore-restart-no-quarantine", nodes: 3, clients: 3, fault: "as semaphore-restart-with-quarantine, the contender without quarantine", canary: []Kind{Permits}, body: func(r *run) { restartUnderPrimitive(r, semaphorePrim, false) }},
+	{name: "election-under-faults", nodes: 5, clients: 3, fault: "3 candidates campaign (TTL 400ms); a leader holds 2-5 TTLs by automatic renewal, writing with its term, and resigns, while faults come in turn: SIGKILL + restart, the leader cut from 2 or 3 nodes, lost replies, SIGKILL of 2 restarted later, SIGSTOP; quarantine on", body: electionUnderFaults},
+	{name: "election-restart-with-quarantine", nodes: 3, clients: 2, fault: "a leads, renewing itself, on all 3 nodes; SIGKILL 2 of 3, restart empty at once; a contender campaigns; quarantine on", body: func(r *run) { restartUnderPrimitive(r, electionPrim, true) }},
+	{name: "canary-election-restart-no-quarantine", nodes: 3, clients: 2, fault: "as election-restart-with-quarantine, the contender without quarantine", canary: []Kind{Leaders}, body: func(r *run) { restartUnderPrimitive(r, electionPrim, false) }},
+	{name: "lockall-under-faults", nodes: 5, clients: 4, fault: "4 clients take overlapping key sets ({a,b}, {b,c}, {a,c}, {a,b,c} with LockAll, {b} with Lock; TTL 400ms) while faults come in turn: SIGKILL + restart, a client cut from 2 or 3 nodes, lost acquire/extend/release replies, SIGKILL of 2 restarted later, SIGSTOP; quarantine on", body: lockAllUnderFaults},
+	{name: "lockall-restart-with-quarantine", nodes: 3, clients: 2, fault: "a holds LockAll {a,b} on all 3 nodes; SIGKILL 2 of 3, restart empty at once; a contender polls TryLockAll {b,c}; quarantine on", body: func(r *run) { restartUnderPrimitive(r, lockAllPrim, true) }},
+	{name: "canary-lockall-restart-no-quarantine", nodes: 3, clients: 2, fault: "as lockall-restart-with-quarantine, the contender without quarantine", canary: []Kind{Overlap}, body: func(r *run) { restartUnderPrimitive(r, lockAllPrim, false) }},
 	{name: "mixed", nodes: 5, clients: 4, fault: "random kills, restarts, pauses, latency, blackholes, resets and lost replies, healed in turn; quarantine on", body: mixed},
 }
 
@@ -254,18 +263,20 @@ func lockEverywhere(r *run, cl *Client, ttl time.Duration, take func() *Held) *H
 		}
 		hl.Release(context.Background())
 		if time.Now().After(deadline) {
-			r.Fatalf("%s: no lock reached every node within 10s: %+v", cl.Name, r.c.Sample(hl.Op.Key).Nodes)
+			r.Fatalf("%s: no lock reached every node within 10s: %+v", cl.Name, r.c.SampleAll(hl.Op.LockKeys()))
 		}
 	}
 }
 
-// onEveryNode waits until every node holds the lock, and reports whether
+// onEveryNode waits until every node holds the lock (each of its keys), and reports whether
 // they all did before the lock's validity ended.
 func onEveryNode(r *run, hl *Held) bool {
 	for {
 		all := true
-		for _, n := range r.c.Sample(hl.Op.Key).Nodes {
-			all = all && n.Value == hl.Op.Token
+		for _, smp := range r.c.SampleAll(hl.Op.LockKeys()) {
+			for _, n := range smp.Nodes {
+				all = all && n.Value == hl.Op.Token
+			}
 		}
 		if all || time.Now().After(hl.ClaimedUntil()) {
 			return all
