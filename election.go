@@ -91,6 +91,9 @@ func (c *Client) publishTerm(ctx context.Context, l *Lock) bool {
 	r := c.send(ctx, timeout, 1, electScript, decodeStatus,
 		[]string{l.ks.name, TermKey(l.ks.name)},
 		[]string{l.token, strconv.FormatInt(l.fence, 10), msString(c.fenceTTL(l.ttl))}, l.last)
+	// The lock's later rounds follow this one on each node, as they
+	// follow each other (see Lock.last).
+	l.last = r
 	ok := r.collect(c.quorum, 0)
 	if !ok {
 		r.drain()
@@ -114,6 +117,10 @@ func (l *Leadership) Term() int64 { return l.l.Fence() }
 
 // Value returns the value the leader campaigned with.
 func (l *Leadership) Value() string { return l.value }
+
+// ID returns a short, stable identifier of the leadership, the one that
+// Leader reports in LeaderInfo.ID; see Lock.ID.
+func (l *Leadership) ID() string { return l.l.ID() }
 
 // Until returns when the leadership ends unless it is renewed; see
 // Lock.Until.
@@ -195,9 +202,10 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 // closed. A LeaderInfo with Term 0 says that no candidate leads. Observe
 // learns of a new leader and of a resignation from the nodes'
 // announcements, and of a leadership that ran out by reading the nodes
-// again when it should end, and at least every quarter of the election's
-// TTL. A reader that falls behind misses intermediate leaders, not the
-// latest.
+// again when it should end; it also reads them every quarter of the
+// election's TTL, and at least every second when no node can announce
+// (a Node that is not a driver.Notifier, or an ACL without the channels).
+// A reader that falls behind misses intermediate leaders, not the latest.
 func (e *Election) Observe(ctx context.Context) <-chan LeaderInfo {
 	out := make(chan LeaderInfo, 1)
 	go e.observe(ctx, out)
@@ -207,7 +215,11 @@ func (e *Election) Observe(ctx context.Context) <-chan LeaderInfo {
 func (e *Election) observe(ctx context.Context, out chan LeaderInfo) {
 	defer close(out)
 	wake := e.c.subscribe(ctx, []string{releasedPrefix + e.key, leaderPrefix + e.key})
-	poll := min(max(e.ttl/4, 10*time.Millisecond), time.Second)
+	poll := max(e.ttl/4, 10*time.Millisecond)
+	if wake == nil {
+		// No node announces changes: poll often enough to see them.
+		poll = min(poll, time.Second)
+	}
 	first := true
 	var last LeaderInfo
 	for {

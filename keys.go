@@ -207,14 +207,25 @@ type keyset struct {
 	owner string
 }
 
-// keys returns the keys whose release announcements wake the lock's
-// waiters: the lock's keys, or a semaphore's key, on whose channel the
-// releases of all its slots are announced.
+// keys returns the lock's keys: the one key, or several; a semaphore's
+// key.
 func (k keyset) keys() []string {
 	if k.all == nil {
 		return []string{k.name}
 	}
 	return k.all
+}
+
+// channels returns the channels on which the releases that wake the
+// lock's waiters are announced: one per key; a semaphore's releases of
+// all its slots are announced on the channel of its key.
+func (k keyset) channels() []string {
+	keys := k.keys()
+	out := make([]string, len(keys))
+	for i, key := range keys {
+		out[i] = releasedPrefix + key
+	}
+	return out
 }
 
 // acquireCall returns the script, keys and arguments of an acquisition.

@@ -54,7 +54,9 @@ type request struct {
 // then arranges for next to be dispatched once q has returned, and reports
 // whether it did so; false means that q has returned already, and next
 // may be sent at once. Exactly one of then, deliver and the deadline
-// fallback in send dispatches next.
+// fallback in send dispatches next. q holds one next: the rounds of a lock
+// follow one another, each after the one before (Lock.last), never two
+// after the same round.
 func (q *request) then(next *request) bool {
 	if q.returned.Load() {
 		return false

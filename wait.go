@@ -90,7 +90,7 @@ func (w *waiter) wait(ctx context.Context, round int) error {
 	case 2:
 		sctx, cancel := context.WithCancel(ctx)
 		w.cancel = cancel
-		if w.wake = c.subscribe(sctx, w.ks.keys()); w.wake != nil {
+		if w.wake = c.subscribe(sctx, w.ks.channels()); w.wake != nil {
 			return ctx.Err()
 		}
 	}
@@ -176,9 +176,9 @@ func (c *Client) wakeDelay(waited time.Duration) time.Duration {
 const releasedPrefix = "redlock:released:"
 
 // subscribe asks every node that is a driver.Notifier to wake the caller
-// when one of keys is released, until ctx is done. It returns the wake
-// channel, or nil when no node could be subscribed.
-func (c *Client) subscribe(ctx context.Context, keys []string) <-chan struct{} {
+// when a message is published on one of channels, until ctx is done. It
+// returns the wake channel, or nil when no node could be subscribed.
+func (c *Client) subscribe(ctx context.Context, channels []string) <-chan struct{} {
 	wake := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -196,8 +196,8 @@ func (c *Client) subscribe(ctx context.Context, keys []string) <-chan struct{} {
 			// The subscription itself must outlive sctx's timeout: only
 			// making it is bounded.
 			var err error
-			for _, key := range keys {
-				if err = subscribeBounded(sctx, ctx, nf, releasedPrefix+key, wake); err != nil {
+			for _, ch := range channels {
+				if err = subscribeBounded(sctx, ctx, nf, ch, wake); err != nil {
 					break
 				}
 			}

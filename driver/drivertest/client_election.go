@@ -24,12 +24,14 @@ func (s *suite) testElection(t *testing.T) {
 func (s *suite) testElectionTurns(t *testing.T) {
 	cl := startCluster(t, 3, false)
 	ctx, key := ctxT(t), keyFor(t)
-	// Candidates poll once an hour: only a resignation's announcement
-	// wakes the second.
+	// Candidates poll once an hour, the watcher every quarter hour, and
+	// leaderships last a minute: only the nodes' announcements of a
+	// resignation and of a new leader make the second candidate try
+	// again, and the watcher look again, within the test's time.
 	opts := &redlock.Options{RetryDelay: time.Hour}
-	ea := s.client(t, cl.urls(), opts).Election(key, 2*time.Second)
-	eb := s.client(t, cl.urls(), opts).Election(key, 2*time.Second)
-	watcher := s.client(t, cl.urls(), nil).Election(key, 2*time.Second)
+	ea := s.client(t, cl.urls(), opts).Election(key, time.Minute)
+	eb := s.client(t, cl.urls(), opts).Election(key, time.Minute)
+	watcher := s.client(t, cl.urls(), nil).Election(key, time.Hour)
 
 	octx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -49,7 +51,7 @@ func (s *suite) testElectionTurns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Leader: %v", err)
 	}
-	if info.Value != "a:9000" || info.Term != a.Term() || !info.Ends.After(time.Now()) {
+	if info.Value != "a:9000" || info.Term != a.Term() || info.ID != a.ID() || !info.Ends.After(time.Now()) {
 		t.Errorf("Leader() = %+v, want a:9000 with term %d", info, a.Term())
 	}
 	if info := next(t, seen); info.Value != "a:9000" || info.Term != a.Term() {
@@ -130,7 +132,8 @@ func (s *suite) testElectionRenews(t *testing.T) {
 	}
 	info, err := e.Leader(ctx)
 	if err != nil || info.Term != l.Term() {
-		t.Fatalf("Leader() after 5 TTLs = %+v, %v; want term %d", info, err, l.Term())
+		t.Fatalf("Leader() after 5 TTLs = %+v, %v; want term %d; the nodes hold %q and term records %q",
+			info, err, l.Term(), cl.values(t, key), cl.values(t, redlock.TermKey(key)))
 	}
 	if err := l.Resign(ctx); err != nil {
 		t.Fatal(err)
