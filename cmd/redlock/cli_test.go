@@ -89,7 +89,7 @@ func TestVersionHelpAndCompletion(t *testing.T) {
 	}
 	expect(t, run(t, "run", "--help"), 0, "REDLOCK_FENCE", "REDLOCK_LOCK_ID", "--owner", "--kill-grace", "--no-quarantine", "75", "76", "69", "77", "78", "WRONGPASS", "READONLY")
 	expect(t, run(t, "run", "--help"), 0, "--permits", "REDLOCK_SLOT", "REDLOCK_PERMITS", "--permits 4")
-	expect(t, run(t, "elect", "--help"), 0, "--value", "REDLOCK_TERM", "REDLOCK_VALUE", "REDLOCK_FENCE", "--kill-grace", "75", "76", "69", "77", "78", "redlock leader")
+	expect(t, run(t, "elect", "--help"), 0, "--value", "REDLOCK_TERM", "REDLOCK_VALUE", "REDLOCK_FENCE", "REDLOCK_LOCK_ID", "--kill-grace", "75", "76", "69", "77", "78", "redlock leader")
 	expect(t, run(t, "leader", "--help"), 0, "--json", "--quiet", "value", "term", "nobody leads", "69", "77", "78")
 	expect(t, run(t, "--help"), 0, "--cacert FILE", "$REDLOCK_CACERT", "--cacertdir DIR", "$REDLOCK_CACERTDIR", "--cert FILE", "$REDLOCK_CERT",
 		"--key FILE", "$REDLOCK_CERT_KEY", "--sni NAME", "$REDLOCK_SNI", "--insecure", "$REDLOCK_INSECURE", "rotated", "?cluster=true")

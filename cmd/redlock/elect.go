@@ -40,12 +40,13 @@ bounds the campaign, and --wait 0s makes one attempt. While it waits, it
 says on stderr why (who leads, or too few nodes that can vote). It does not
 wait on refusals that waiting cannot change (status 77 or 78).
 
-COMMAND gets four variables in its environment: REDLOCK_KEY, the election's
+COMMAND gets five variables in its environment: REDLOCK_KEY, the election's
 key; REDLOCK_TERM, the term: a number greater than that of every earlier
 leader of KEY, so a resource that rejects writes with a term lower than the
 highest it has seen is safe even from a leader that lost its leadership
 unawares; REDLOCK_FENCE, the same number, as 'redlock run' names it; and
-REDLOCK_VALUE, the --value. Standard streams and signals are as for
+REDLOCK_VALUE, the --value; and REDLOCK_LOCK_ID, the leadership's ID, which
+'redlock leader' shows. Standard streams and signals are as for
 'redlock run'.
 
 If the leadership is lost while COMMAND runs (its keys deleted or evicted on
@@ -126,7 +127,8 @@ func electionTarget(r *runner, c *redlock.Client) *target {
 				return nil, nil, err
 			}
 			term := strconv.FormatInt(l.Term(), 10)
-			return leadership{l}, []string{"REDLOCK_KEY=" + key, "REDLOCK_TERM=" + term, "REDLOCK_FENCE=" + term, "REDLOCK_VALUE=" + value}, nil
+			return leadership{l}, []string{"REDLOCK_KEY=" + key, "REDLOCK_TERM=" + term, "REDLOCK_FENCE=" + term,
+				"REDLOCK_VALUE=" + value, "REDLOCK_LOCK_ID=" + l.ID()}, nil
 		},
 	}
 }

@@ -72,7 +72,7 @@ func TestElectTakeoverAndLeader(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartN(t, 3, redistest.Config{})
 	nodes := nodesFlag(srv...)
-	script := `echo "$REDLOCK_TERM" > term; echo "$REDLOCK_KEY $REDLOCK_VALUE $REDLOCK_FENCE" > env; touch started; ` +
+	script := `echo "$REDLOCK_TERM" > term; echo "$REDLOCK_KEY $REDLOCK_VALUE $REDLOCK_FENCE $REDLOCK_LOCK_ID" > env; touch started; ` +
 		`while [ ! -e stop ]; do sleep 0.05; done`
 	readTerm := func(dir string) int64 {
 		t.Helper()
@@ -93,8 +93,9 @@ func TestElectTakeoverAndLeader(t *testing.T) {
 	a := start(t, dirA, nil, "elect", "--no-quarantine", "--ttl", "1s", "--kill-grace", "300ms", "--value", "alpha", nodes, "svc", "--", "sh", "-c", script)
 	waitFor(t, 30*time.Second, "the first candidate to lead", func() bool { return fileExists(filepath.Join(dirA, "started")) || a.exited() })
 	termA := readTerm(dirA)
-	if b, _ := os.ReadFile(filepath.Join(dirA, "env")); strings.TrimSpace(string(b)) != "svc alpha "+strconv.FormatInt(termA, 10) {
-		t.Fatalf("REDLOCK_KEY, REDLOCK_VALUE and REDLOCK_FENCE: %q; the term is %d", b, termA)
+	env, _ := os.ReadFile(filepath.Join(dirA, "env"))
+	if !strings.HasPrefix(string(env), "svc alpha "+strconv.FormatInt(termA, 10)+" ") {
+		t.Fatalf("REDLOCK_KEY, REDLOCK_VALUE and REDLOCK_FENCE: %q; the term is %d", env, termA)
 	}
 
 	r := run(t, "leader", nodes, "svc")
@@ -107,6 +108,9 @@ func TestElectTakeoverAndLeader(t *testing.T) {
 	}
 	if !rep.Leader || rep.Value != "alpha" || rep.Term != termA || rep.ID == "" || rep.Ends == nil {
 		t.Fatalf("leader --json: unexpected report:\n%s", r)
+	}
+	if id := strings.Fields(string(env))[3]; id != rep.ID {
+		t.Fatalf("REDLOCK_LOCK_ID %q, and leader --json says the leadership's ID is %q", id, rep.ID)
 	}
 	expect(t, run(t, "elect", "--no-quarantine", "--wait", "0s", nodes, "svc", "--", "echo", "must not run"),
 		exitTaken, `another candidate leads the election "svc"; not won in one attempt`)
