@@ -173,14 +173,7 @@ func (s *suite) testElectionLoss(t *testing.T) {
 // recorded term, as a candidate holds it before Campaign returns, is no
 // leader yet.
 func (s *suite) testElectionNotEstablished(t *testing.T) {
-	cl := startCluster(t, 3, false)
-	c := s.client(t, cl.urls(), nil)
-	ctx, key := ctxT(t), keyFor(t)
-	l, err := c.TryLock(ctx, key, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.settle(t, key, l.Token())
+	_, c, ctx, key, l := s.held(t, 10*time.Second)
 	if _, err := c.Election(key, time.Second).Leader(ctx); !errors.Is(err, redlock.ErrNoLeader) {
 		t.Errorf("Leader() with the key locked but no term: %v, want ErrNoLeader", err)
 	}
