@@ -76,6 +76,29 @@ func faultsInTurn(r *run, ctx context.Context, ttl time.Duration, scripts []stri
 	}
 }
 
+// holdWriting holds hl for 2 to 5 TTLs, writing to the fenced resource
+// every quarter TTL while hl is valid, and reports whether it held that
+// long: false if hl's context ended first (the lock, permit or leadership
+// was lost).
+func holdWriting(r *run, hl *Held, ttl time.Duration) bool {
+	done := hl.Context().Done()
+	hold := time.After(time.Duration(2+rand.N(4)) * ttl)
+	tick := time.NewTicker(ttl / 4)
+	defer tick.Stop()
+	for {
+		if hl.Valid() {
+			r.res.Write(hl)
+		}
+		select {
+		case <-done:
+			return false
+		case <-hold:
+			return true
+		case <-tick.C:
+		}
+	}
+}
+
 // anyOf returns a victim function that picks a client at random.
 func anyOf(cls []*Client) func() *Client {
 	return func() *Client { return cls[rand.N(len(cls))] }
@@ -176,24 +199,9 @@ func electionUnderFaults(r *run) {
 					continue
 				}
 				leader.Store(cl)
-				done := hl.Context().Done()
-				hold := time.After(time.Duration(2+rand.N(4)) * ttl)
-				tick := time.NewTicker(ttl / 4)
-			work:
-				for {
-					if hl.Valid() {
-						r.res.Write(hl)
-					}
-					select {
-					case <-done:
-						lost.Add(1)
-						break work
-					case <-hold:
-						break work
-					case <-tick.C:
-					}
+				if !holdWriting(r, hl, ttl) {
+					lost.Add(1)
 				}
-				tick.Stop()
 				leader.CompareAndSwap(cl, nil)
 				hl.Release(context.Background())
 				time.Sleep(rand.N(20 * time.Millisecond))

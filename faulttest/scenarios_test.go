@@ -1562,24 +1562,9 @@ func autoExtendUnderFaults(r *run) {
 				}
 				hl.L.AutoExtend(0)
 				holder.Store(cl)
-				done := hl.L.Context().Done()
-				hold := time.After(time.Duration(2+rand.N(4)) * ttl)
-				tick := time.NewTicker(ttl / 4)
-			work:
-				for {
-					if hl.L.Valid() {
-						r.res.Write(hl)
-					}
-					select {
-					case <-done:
-						lost.Add(1)
-						break work
-					case <-hold:
-						break work
-					case <-tick.C:
-					}
+				if !holdWriting(r, hl, ttl) {
+					lost.Add(1)
 				}
-				tick.Stop()
 				holder.CompareAndSwap(cl, nil)
 				hl.Release(context.Background())
 				time.Sleep(rand.N(20 * time.Millisecond))
@@ -1597,42 +1582,7 @@ func autoExtendUnderFaults(r *run) {
 		}
 		return cls[rand.N(len(cls))]
 	}
-	kinds := []string{"kill+restart", "cut holder from 3", "kill 2, restart later", "lost extend replies", "pause", "cut holder from 2"}
-	n := r.c.N()
-	for k := 0; ctx.Err() == nil; k++ {
-		time.Sleep(200*time.Millisecond + rand.N(200*time.Millisecond))
-		i, j := rand.N(n), rand.N(n)
-		for j == i {
-			j = rand.N(n)
-		}
-		switch kind := kinds[k%len(kinds)]; kind {
-		case "kill+restart":
-			r.c.Kill(i)
-			r.c.Restart(i)
-		case "kill 2, restart later":
-			r.c.Kill(i)
-			r.c.Kill(j)
-			time.Sleep(ttl)
-			r.c.Restart(i)
-			r.c.Restart(j)
-		case "pause":
-			r.c.Pause(i)
-			time.Sleep(ttl)
-			r.c.Resume(i)
-		case "cut holder from 2", "cut holder from 3":
-			cl, size := current(), 2
-			if kind == "cut holder from 3" {
-				size = 3
-			}
-			nodes := rand.Perm(n)[:size]
-			cl.Cut(true, nodes...)
-			time.Sleep(ttl)
-			cl.Cut(false, nodes...)
-		case "lost extend replies":
-			current().DropReplies(i, 2, "extend")
-			time.Sleep(ttl)
-		}
-	}
+	kinds := faultsInTurn(r, ctx, ttl, []string{"extend"}, current)
 	wg.Wait()
 	var autoOK, autoFailed, pastTTL int
 	var longest time.Duration
@@ -1658,6 +1608,6 @@ func autoExtendUnderFaults(r *run) {
 	if autoFailed == 0 {
 		r.Error("no automatic extension failed: the faults never reached a holder, and the scenario shows nothing")
 	}
-	r.note("%d locks, %d kept past their TTL (longest %.1f TTLs); automatic extensions %d ok, %d failed; %d lock contexts ended before release",
-		len(r.ops(succeeded)), pastTTL, float64(longest)/float64(ttl), autoOK, autoFailed, lost.Load())
+	r.note("faults %v; %d locks, %d kept past their TTL (longest %.1f TTLs); automatic extensions %d ok, %d failed; %d lock contexts ended before release",
+		kinds, len(r.ops(succeeded)), pastTTL, float64(longest)/float64(ttl), autoOK, autoFailed, lost.Load())
 }
