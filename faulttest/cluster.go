@@ -1109,9 +1109,9 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 	case hl.P != nil:
 		token, holder, fence, until = hl.P.Token(), hl.P.ID(), hl.P.Fence(), hl.P.Until()
 	default:
-		// A Leadership shows neither its token nor its ID: its token is
-		// that of the call's last round, which won (rounds run in turn).
-		token, fence, until = tokens[len(tokens)-1], hl.E.Term(), hl.E.Until()
+		// A Leadership does not show its token: it is that of the call's
+		// last round, which won (rounds run in turn).
+		token, holder, fence, until = tokens[len(tokens)-1], hl.E.ID(), hl.E.Term(), hl.E.Until()
 	}
 	var first Mono
 	if r := rounds[token]; r != nil {
