@@ -43,6 +43,14 @@ func FuzzDecode(f *testing.F) {
 		[]any{i(1), nil, i(0), i(0)},
 		[]any{i(1), i(0), i(math.MaxInt64), i(math.MaxInt64)},
 		[]any{i(0), i(math.MinInt64), i(0), i(0)},
+		// acquire_permit and release_permit.
+		[]any{i(1), i(1795240000000000), i(12), i(34), i(3)},
+		[]any{i(0), i(500), i(12), i(34), i(-1)},
+		[]any{i(-1), i(500), i(12), i(34), i(-1)},
+		[]any{i(1), i(1), i(12), i(34), i(-1)},
+		[]any{i(0), i(500), i(12), i(34), i(2)},
+		[]any{i(1), i(3), i(4)},
+		[]any{i(1), i(3), i(MaxPermits + 1)},
 		[]any{},
 		"OK", "1", nil, true, false, 1, int32(1), 1.0, []byte("1"), i(2), i(math.MinInt64),
 	} {
@@ -54,6 +62,8 @@ func FuzzDecode(f *testing.F) {
 		checkStatus(t, "decodeStatus", v, decodeStatus(v))
 		checkRelease(t, v, decodeRelease(v))
 		checkProbe(t, v, decodeProbe(v))
+		checkPermit(t, v, decodePermit(v))
+		checkReleasePermit(t, v, decodeReleasePermit(v))
 	})
 }
 
@@ -154,6 +164,53 @@ func checkStatus(t *testing.T, name string, v any, d decoded) {
 	}
 	if failed != !valid || d != (decoded{outcome: o, err: d.err}) {
 		t.Fatalf("%s(%#v) = %+v, want %v", name, v, d, o)
+	}
+}
+
+// checkPermit checks decodePermit against the acquire_permit script's
+// replies: acquire's four elements and a slot, from 0 to MaxPermits-1 for
+// a grant and -1 otherwise.
+func checkPermit(t *testing.T, v any, d decoded) {
+	t.Helper()
+	const name = "decodePermit"
+	failed := checkFailed(t, name, v, d)
+	a, ok := specInts(v, 5)
+	valid := ok && decodeAcquire([]any{a[0], a[1], a[2], a[3]}).outcome != Failed &&
+		(a[0] == 1 && a[4] >= 0 && a[4] < MaxPermits || a[0] != 1 && a[4] == -1)
+	if failed != !valid {
+		t.Fatalf("%s(%#v) = %+v; the reply is well formed: %v", name, v, d, valid)
+	}
+	if failed {
+		return
+	}
+	want := decodeAcquire([]any{a[0], a[1], a[2], a[3]})
+	if a[0] == 1 {
+		want.slot = int(a[4])
+	}
+	if d != want {
+		t.Fatalf("%s(%#v) = %+v, want %+v", name, v, d, want)
+	}
+}
+
+// checkReleasePermit checks decodeReleasePermit against the
+// release_permit script's replies: release's two elements and the number
+// of free slots, from 0 to MaxPermits.
+func checkReleasePermit(t *testing.T, v any, d decoded) {
+	t.Helper()
+	const name = "decodeReleasePermit"
+	failed := checkFailed(t, name, v, d)
+	a, ok := specInts(v, 3)
+	valid := ok && decodeRelease([]any{a[0], a[1]}).outcome != Failed && a[2] >= 0 && a[2] <= MaxPermits
+	if failed != !valid {
+		t.Fatalf("%s(%#v) = %+v; the reply is well formed: %v", name, v, d, valid)
+	}
+	if failed {
+		return
+	}
+	want := decodeRelease([]any{a[0], a[1]})
+	want.free = a[2]
+	if d != want {
+		t.Fatalf("%s(%#v) = %+v, want %+v", name, v, d, want)
 	}
 }
 

@@ -310,8 +310,9 @@ func (l *Lock) release(ctx context.Context) error {
 	// A goroutine of this Client that waits for the key is woken at once.
 	// Otherwise, if the release woke waiters elsewhere, this Client holds
 	// back before it takes the key again, so that one of them gets its
-	// turn.
-	if local := l.c.wakeLocal(l.ks.name); !local && r.woke > 0 {
+	// turn: when the slot it freed was the only free one. A semaphore with
+	// other slots free has room for both.
+	if local := l.c.wakeLocal(l.ks.name); !local && r.woke > 0 && r.full() {
 		l.c.noteHandoff(l.ks.name)
 	}
 	var reason error

@@ -147,7 +147,11 @@ func (c *Client) extendRound(ctx context.Context, prev *round, ks keyset, token 
 // Release.
 func (c *Client) releaseRound(ctx context.Context, prev *round, ks keyset, token string, fence int64, fenceTTL time.Duration, all bool) *round {
 	script, keys, args := ks.releaseCall(token, fence, fenceTTL)
-	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, script, decodeRelease, keys, args, prev)
+	decode := decodeRelease
+	if ks.permits > 0 {
+		decode = decodeReleasePermit
+	}
+	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, script, decode, keys, args, prev)
 	if all || !r.collect(c.quorum, 0) {
 		r.drain()
 	}
@@ -465,6 +469,18 @@ func (r *round) record(rep reply) {
 	r.maxTTL = max(r.maxTTL, d.maxTTL)
 	r.fence = max(r.fence, d.fence)
 	r.woke += d.woke
+}
+
+// full reports whether a release left at most one slot free, the one it
+// freed, on some node that confirmed it: true for a lock, whose one key is
+// its one slot; for a permit, whether the semaphore was full.
+func (r *round) full() bool {
+	for i, res := range r.results {
+		if res.Outcome == OK && r.decoded[i].free <= 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // count returns how many nodes had the outcome o.

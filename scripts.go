@@ -87,6 +87,7 @@ type decoded struct {
 	maxTTL  time.Duration // acquire, probe: the largest TTL the node has seen
 	clock   int64         // probe: the node's clock in ms since 1970; inspect: in µs
 	woke    int64         // release, force: how many waiters the node told
+	free    int64         // release_permit: how many slots were free after the release
 	holder  string        // inspect, force: the ID of the token the key holds; "" if none
 	owner   string        // inspect, force: the owner label the key holds
 	err     error
@@ -177,6 +178,18 @@ func decodeRelease(v any) decoded {
 		}
 	}
 	return unexpected("release", v)
+}
+
+// decodeReleasePermit decodes the reply of the release_permit script:
+// {status, woke, free}, status and woke as for decodeRelease.
+func decodeReleasePermit(v any) decoded {
+	if a, ok := ints(v, 3); ok && a[2] >= 0 && a[2] <= MaxPermits {
+		if d := decodeRelease(a[:2]); d.outcome != Failed {
+			d.free = a[2]
+			return d
+		}
+	}
+	return unexpected("release_permit", v)
 }
 
 // decodeProbe decodes the reply of the probe script: {age, maxttl, clock}.

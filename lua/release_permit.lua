@@ -8,10 +8,12 @@
 -- ARGV[5]        the permit's slot; -1 to clean up after a failed round
 -- ARGV[6]        the semaphore's key, whose channel announces releases
 --
--- Returns {status, told} as release.lua does, for the permit's slot: 1
--- when its key held the token and was deleted, 0 when it was absent, -1
--- when another token holds it. In a clean-up, status is 1 when some slot
--- held the token, else 0.
+-- Returns {status, told, free}: status and told as release.lua returns
+-- them, for the permit's slot: 1 when its key held the token and was
+-- deleted, 0 when it was absent, -1 when another token holds it (in a
+-- clean-up, status is 1 when some slot held the token, else 0); free is
+-- the number of slots held by no one once the token's are deleted, which
+-- tells the client whether the semaphore was full.
 --
 -- A node that granted this round another slot than the one a quorum
 -- agreed on holds that slot for the token too; every slot is looked at,
@@ -23,10 +25,13 @@
 -- that a node out of memory still frees its slots.
 local n, own = tonumber(ARGV[4]), tonumber(ARGV[5])
 local fence = tonumber(ARGV[2])
-local status, told = 0, 0
+local status, told, free = 0, 0, 0
 local raise = {}
 for slot = 0, n - 1 do
 	local v = redis.call('GET', KEYS[slot + 1])
+	if not v or v == ARGV[1] then
+		free = free + 1
+	end
 	if v == ARGV[1] then
 		redis.call('DEL', KEYS[slot + 1])
 		if slot == own or own < 0 then
@@ -53,4 +58,4 @@ for _, counter in ipairs(raise) do
 		end
 	end
 end
-return {status, told}
+return {status, told, free}
