@@ -76,6 +76,51 @@ func faultsInTurn(r *run, ctx context.Context, ttl time.Duration, scripts []stri
 	}
 }
 
+// holdInTurn has each of cls obtain something with obtain, hold it with
+// holdWriting, release it and start again, until ctx ends. It returns
+// current, which returns the client that holds, waiting up to a TTL for
+// one, or else any client; and wait, which waits for the clients to stop
+// and returns how many holds ended before their release (lost).
+func holdInTurn(r *run, ctx context.Context, cls []*Client, ttl time.Duration, obtain func(context.Context, *Client) (*Held, error)) (current func() *Client, wait func() int32) {
+	var holder atomic.Pointer[Client]
+	var lost atomic.Int32
+	var wg sync.WaitGroup
+	for _, cl := range cls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				hl, err := obtain(ctx, cl)
+				if err != nil {
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				holder.Store(cl)
+				if !holdWriting(r, hl, ttl) {
+					lost.Add(1)
+				}
+				holder.CompareAndSwap(cl, nil)
+				hl.Release(context.Background())
+				time.Sleep(rand.N(20 * time.Millisecond))
+			}
+		}()
+	}
+	current = func() *Client {
+		for range 20 {
+			if cl := holder.Load(); cl != nil {
+				return cl
+			}
+			time.Sleep(ttl / 20)
+		}
+		return cls[rand.N(len(cls))]
+	}
+	wait = func() int32 {
+		wg.Wait()
+		return lost.Load()
+	}
+	return current, wait
+}
+
 // holdWriting holds hl for 2 to 5 TTLs, writing to the fenced resource
 // every quarter TTL while hl is valid, and reports whether it held that
 // long: false if hl's context ended first (the lock, permit or leadership
@@ -183,42 +228,13 @@ func electionUnderFaults(r *run) {
 	cls := r.clients(3, true, redlock.Options{ReleaseTimeout: 200 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), pick(5*time.Second, 30*time.Second))
 	defer cancel()
-	var leader atomic.Pointer[Client]
-	var lost atomic.Int32
-	var wg sync.WaitGroup
-	for _, cl := range cls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				cctx, stop := context.WithTimeout(ctx, 2*ttl)
-				hl, err := cl.Campaign(cctx, electKey, ttl, cl.Name)
-				stop()
-				if err != nil {
-					time.Sleep(5 * time.Millisecond)
-					continue
-				}
-				leader.Store(cl)
-				if !holdWriting(r, hl, ttl) {
-					lost.Add(1)
-				}
-				leader.CompareAndSwap(cl, nil)
-				hl.Release(context.Background())
-				time.Sleep(rand.N(20 * time.Millisecond))
-			}
-		}()
-	}
-	current := func() *Client {
-		for range 20 {
-			if cl := leader.Load(); cl != nil {
-				return cl
-			}
-			time.Sleep(ttl / 20)
-		}
-		return cls[rand.N(len(cls))]
-	}
+	current, wait := holdInTurn(r, ctx, cls, ttl, func(ctx context.Context, cl *Client) (*Held, error) {
+		ctx, stop := context.WithTimeout(ctx, 2*ttl)
+		defer stop()
+		return cl.Campaign(ctx, electKey, ttl, cl.Name)
+	})
 	kinds := faultsInTurn(r, ctx, ttl, []string{"acquire", "elect", "extend", "release"}, current)
-	wg.Wait()
+	lost := wait()
 	ops := r.ops(succeeded)
 	var renewed, failed, pastTTL int
 	leaders := make(map[string]int)
@@ -254,7 +270,7 @@ func electionUnderFaults(r *run) {
 		}
 	}
 	r.note("%d leaderships (by candidate %v), %d kept past their TTL; renewals %d ok, %d failed; %d ended before resigning; %d writes with the term, %d rejected; faults %v",
-		len(ops), leaders, pastTTL, renewed, failed, lost.Load(), made, rejected, kinds)
+		len(ops), leaders, pastTTL, renewed, failed, lost, made, rejected, kinds)
 }
 
 // lockAllUnderFaults: four clients take overlapping sets of three keys,

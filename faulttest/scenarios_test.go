@@ -1545,45 +1545,17 @@ func autoExtendUnderFaults(r *run) {
 	cls := r.clients(3, true, redlock.Options{ReleaseTimeout: 200 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), pick(5*time.Second, 60*time.Second))
 	defer cancel()
-	var holder atomic.Pointer[Client]
-	var lost atomic.Int32
-	var wg sync.WaitGroup
-	for _, cl := range cls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				lctx, stop := context.WithTimeout(ctx, ttl)
-				hl, err := cl.Lock(lctx, "ft:lock", ttl)
-				stop()
-				if err != nil {
-					time.Sleep(5 * time.Millisecond)
-					continue
-				}
-				hl.L.AutoExtend(0)
-				holder.Store(cl)
-				if !holdWriting(r, hl, ttl) {
-					lost.Add(1)
-				}
-				holder.CompareAndSwap(cl, nil)
-				hl.Release(context.Background())
-				time.Sleep(rand.N(20 * time.Millisecond))
-			}
-		}()
-	}
-	// current returns the client that holds the lock, waiting up to a TTL
-	// for one, or any client.
-	current := func() *Client {
-		for range 20 {
-			if cl := holder.Load(); cl != nil {
-				return cl
-			}
-			time.Sleep(ttl / 20)
+	current, wait := holdInTurn(r, ctx, cls, ttl, func(ctx context.Context, cl *Client) (*Held, error) {
+		ctx, stop := context.WithTimeout(ctx, ttl)
+		defer stop()
+		hl, err := cl.Lock(ctx, "ft:lock", ttl)
+		if err == nil {
+			hl.L.AutoExtend(0)
 		}
-		return cls[rand.N(len(cls))]
-	}
+		return hl, err
+	})
 	kinds := faultsInTurn(r, ctx, ttl, []string{"extend"}, current)
-	wg.Wait()
+	lost := wait()
 	var autoOK, autoFailed, pastTTL int
 	var longest time.Duration
 	for _, op := range r.ops(succeeded) {
@@ -1609,5 +1581,5 @@ func autoExtendUnderFaults(r *run) {
 		r.Error("no automatic extension failed: the faults never reached a holder, and the scenario shows nothing")
 	}
 	r.note("faults %v; %d locks, %d kept past their TTL (longest %.1f TTLs); automatic extensions %d ok, %d failed; %d lock contexts ended before release",
-		kinds, len(r.ops(succeeded)), pastTTL, float64(longest)/float64(ttl), autoOK, autoFailed, lost.Load())
+		kinds, len(r.ops(succeeded)), pastTTL, float64(longest)/float64(ttl), autoOK, autoFailed, lost)
 }
