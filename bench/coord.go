@@ -153,10 +153,10 @@ func (w *semWorker) warm(ctx context.Context, key string) error {
 func loopSem(ctx context.Context, w *semWorker, g *gstate, stop *atomic.Bool, sh *coordShared, hold time.Duration) {
 	bg := context.Background()
 	limit := w.limit()
-	waitStart := time.Now()
-	waiting := false
+	wc := newWaitClock(g)
+	defer wc.stop()
 	for !stop.Load() {
-		waiting = true
+		wc.attempt()
 		slot, fence, err := w.acquire(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -165,10 +165,7 @@ func loopSem(ctx context.Context, w *semWorker, g *gstate, stop *atomic.Bool, sh
 			g.fail(err)
 			continue
 		}
-		waiting = false
-		t1 := time.Now()
-		g.acq.record(t1.Sub(waitStart))
-		g.acquired++
+		t1 := wc.granted()
 
 		sh.hold(int32(limit))
 		inRange := slot >= 0 && slot < limit
@@ -188,18 +185,7 @@ func loopSem(ctx context.Context, w *semWorker, g *gstate, stop *atomic.Bool, sh
 
 		t2 := time.Now()
 		g.held += t2.Sub(t1)
-		err = w.release(bg) // released even when the run has stopped
-		waitStart = time.Now()
-		g.rel.record(waitStart.Sub(t2))
-		if err != nil {
-			g.fail(err)
-			continue
-		}
-		g.ops++
-	}
-	if waiting {
-		g.acq.record(time.Since(waitStart))
-		g.cutOff++
+		wc.released(t2, w.release(bg)) // released even when the run has stopped
 	}
 }
 
@@ -244,10 +230,10 @@ func (cd *candidate) warm(ctx context.Context, key string) error {
 // W2.
 func loopCandidate(ctx context.Context, cd *candidate, g *gstate, stop *atomic.Bool, sh *coordShared, id int32, hold time.Duration) {
 	bg := context.Background()
-	waitStart := time.Now()
-	waiting := false
+	wc := newWaitClock(g)
+	defer wc.stop()
 	for !stop.Load() {
-		waiting = true
+		wc.attempt()
 		l, err := cd.e.Campaign(ctx, cd.value)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -256,11 +242,8 @@ func loopCandidate(ctx context.Context, cd *candidate, g *gstate, stop *atomic.B
 			g.fail(err)
 			continue
 		}
-		waiting = false
 		now := since()
-		t1 := time.Now()
-		g.acq.record(t1.Sub(waitStart))
-		g.acquired++
+		t1 := wc.granted()
 
 		sh.hold(1)
 		sh.fence(0, l.Term())
@@ -278,18 +261,7 @@ func loopCandidate(ctx context.Context, cd *candidate, g *gstate, stop *atomic.B
 
 		t2 := time.Now()
 		g.held += t2.Sub(t1)
-		err = l.Resign(bg) // resigned even when the run has stopped
-		waitStart = time.Now()
-		g.rel.record(waitStart.Sub(t2))
-		if err != nil {
-			g.fail(err)
-			continue
-		}
-		g.ops++
-	}
-	if waiting {
-		g.acq.record(time.Since(waitStart))
-		g.cutOff++
+		wc.released(t2, l.Resign(bg)) // resigned even when the run has stopped
 	}
 }
 

@@ -628,10 +628,10 @@ func loopW1(w worker, g *gstate, stop *atomic.Bool) {
 // once would lose an update.
 func loopW2(ctx context.Context, w worker, g *gstate, stop *atomic.Bool, sh *shared, id int32) {
 	bg := context.Background()
-	waitStart := time.Now()
-	waiting := false // an attempt was made since waitStart
+	wc := newWaitClock(g)
+	defer wc.stop()
 	for !stop.Load() {
-		waiting = true
+		wc.attempt()
 		ok, err := w.lock(ctx, 0)
 		if err != nil && ctx.Err() != nil {
 			break // stopped while waiting
@@ -640,10 +640,7 @@ func loopW2(ctx context.Context, w worker, g *gstate, stop *atomic.Bool, sh *sha
 			g.fail(err)
 			continue
 		}
-		waiting = false
-		t1 := time.Now()
-		g.acq.record(t1.Sub(waitStart))
-		g.acquired++
+		wc.granted()
 
 		if prev := sh.last.Swap(id); prev >= 0 && prev != id {
 			sh.cross.Add(1)
@@ -654,18 +651,52 @@ func loopW2(ctx context.Context, w worker, g *gstate, stop *atomic.Bool, sh *sha
 		sh.acquired.Add(1)
 
 		t2 := time.Now()
-		err = w.unlock(bg) // released even when the run has stopped
-		waitStart = time.Now()
-		g.rel.record(waitStart.Sub(t2))
-		if err != nil {
-			g.fail(err)
-			continue
-		}
-		g.ops++
+		wc.released(t2, w.unlock(bg)) // released even when the run has stopped
 	}
-	if waiting {
-		g.acq.record(time.Since(waitStart))
-		g.cutOff++
+}
+
+// A waitClock times one contender's waits (W2, SEM, ELECT): each runs
+// from the end of the contender's previous release (or its start) to its
+// next grant, across every attempt the library gave up on. A wait still
+// going on when the slice ends is recorded as it stands, the time waited
+// so far, and counted as cut off.
+type waitClock struct {
+	g       *gstate
+	start   time.Time
+	waiting bool // an attempt was made since start
+}
+
+func newWaitClock(g *gstate) *waitClock { return &waitClock{g: g, start: time.Now()} }
+
+// attempt notes that the contender tries to get what it waits for.
+func (wc *waitClock) attempt() { wc.waiting = true }
+
+// granted records the wait that ends now with a grant, and returns now.
+func (wc *waitClock) granted() time.Time {
+	t1 := time.Now()
+	wc.waiting = false
+	wc.g.acq.record(t1.Sub(wc.start))
+	wc.g.acquired++
+	return t1
+}
+
+// released records a release that began at t2 and ended now with err,
+// and starts the next wait.
+func (wc *waitClock) released(t2 time.Time, err error) {
+	wc.start = time.Now()
+	wc.g.rel.record(wc.start.Sub(t2))
+	if err != nil {
+		wc.g.fail(err)
+		return
+	}
+	wc.g.ops++
+}
+
+// stop records a wait cut off by the end of the slice.
+func (wc *waitClock) stop() {
+	if wc.waiting {
+		wc.g.acq.record(time.Since(wc.start))
+		wc.g.cutOff++
 	}
 }
 
