@@ -171,10 +171,10 @@ func (c *cluster) countValue(t *testing.T, key, want string) int {
 	return n
 }
 
-// settle waits until key holds token on every running server. A round
-// returns as soon as a quorum has granted, and the other grants may still
-// be on their way; tests that change keys behind the client's back wait
-// for them first.
+// settle waits until key holds token (or, with token "", is absent) on
+// every running server. A round returns as soon as a quorum has answered,
+// and the other calls may still be on their way; tests that change keys
+// behind the client's back wait for them first.
 func (c *cluster) settle(t *testing.T, key, token string) {
 	t.Helper()
 	running := 0
