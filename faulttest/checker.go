@@ -585,8 +585,9 @@ func leftovers(op *Op) []keySample {
 
 // LateGrants counts the keys that failed rounds left behind because their
 // grant reached a node without an answer to the client: the request timed
-// out, or the caller's context cut it off, and the command, already sent,
-// was applied after the round's clean-up had passed that node. Check does
+// out, the caller's context cut it off, or the answer came after the
+// round's deadline, and the command, already sent, was applied after the
+// round's clean-up had passed that node. Check does
 // not count them as violations: the client cannot tell such a grant from
 // one never delivered. The key blocks others until its TTL ends; nobody
 // holds the lock meanwhile.

@@ -38,6 +38,8 @@ type Cluster struct {
 	// the proxy that carries its replication stream.
 	replicas  []*redistest.Server
 	replLinks []*redistest.Proxy
+	// Sentinels only: the Sentinel that watches node i's master.
+	sentinels []*redistest.Server
 	// ClusterMasters only: node i's Redis Cluster.
 	clusters []*redistest.Cluster
 
@@ -72,6 +74,13 @@ type Config struct {
 	// links, and after a failover the promoted replica through the same
 	// links. Not with ClockShim.
 	Replicated bool
+	// Sentinels, with Replicated, has a Redis Sentinel of its own watch
+	// every node's master (redistest.StartSentinel: a quorum of one, a
+	// master down after a second without an answer), and clients reach
+	// the node through a go-redis failover client that asks the Sentinel
+	// for the master: there are no links, so no link faults, and
+	// SentinelFailover, not Failover, promotes a replica.
+	Sentinels bool
 	// ClusterMasters, when not 0, makes every node a Redis Cluster of that
 	// many masters (redistest.Cluster). Clients reach a cluster with
 	// go-redis's cluster client, which follows the cluster's redirections
@@ -108,6 +117,11 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 		}
 		c.servers = redistest.StartN(t, cfg.N, redistest.Config{Persistence: cfg.Persistence})
 		c.startReplicas(cfg.Persistence)
+		if cfg.Sentinels {
+			c.startSentinels()
+		}
+	case cfg.Sentinels:
+		t.Fatal("faulttest: Sentinels without Replicated")
 	case !cfg.ClockShim:
 		c.servers = redistest.StartN(t, cfg.N, redistest.Config{Persistence: cfg.Persistence})
 	default:
@@ -608,7 +622,7 @@ type Client struct {
 // A roundTrace is what a client's nodes saw of one acquisition round.
 type roundTrace struct {
 	first   Mono   // when the round sent its first request
-	settled []bool // by node: the request ended with an answer, or with an error that is not a timeout
+	settled []bool // by node: the request ended with an answer before its deadline, or with an error that is not a timeout
 }
 
 // NewClient makes a client with its own links to every node, with opts.
@@ -617,6 +631,13 @@ func (c *Cluster) NewClient(name string, opts redlock.Options) *Client {
 	cl := &Client{Name: name, c: c, Rate: 1, rounds: make(map[string]*roundTrace), past: make(map[string]bool), holding: make(map[string]*Held)}
 	nodes := make([]redlock.Node, c.N())
 	for i := range c.n {
+		if c.sentinels != nil {
+			n, closer := c.sentinelNode(i)
+			tn := &tapNode{Node: n, closer: closer, cl: cl, i: i, name: fmt.Sprintf("node%d", i)}
+			cl.nodes = append(cl.nodes, tn)
+			nodes[i] = tn
+			continue
+		}
 		url := ""
 		if c.clusters != nil {
 			url = c.clusters[i].URL()
@@ -833,6 +854,7 @@ func (n *tapNode) EvalBatch(ctx context.Context, calls []driver.Call) {
 	n.mu.Lock()
 	n.inFlight += len(calls)
 	n.mu.Unlock()
+	deadline, bounded := ctx.Deadline()
 	if b, ok := n.Node.(driver.Batcher); ok {
 		b.EvalBatch(ctx, calls)
 	} else {
@@ -844,8 +866,15 @@ func (n *tapNode) EvalBatch(ctx context.Context, calls []driver.Call) {
 	n.mu.Lock()
 	n.inFlight -= len(calls)
 	n.mu.Unlock()
+	// An answer that comes after the deadline reaches no round: the round
+	// has given up on the node by then, and its clean-up may have passed
+	// the node before the grant (a stalled machine can hand a reply read
+	// in time to the caller late). The deadline of a batch is the earliest
+	// of its rounds'; an answer after it counts as unsettled for the
+	// batch's later rounds too, which errs on the lenient side for them.
+	late := bounded && time.Now().After(deadline)
 	for _, c := range calls {
-		if acquires(c.Script) && len(c.Args) > 0 && !timedOut(c.Err) {
+		if acquires(c.Script) && len(c.Args) > 0 && !timedOut(c.Err) && !late {
 			n.cl.noteSettled(c.Args[0], n.i)
 		}
 	}

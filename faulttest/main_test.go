@@ -58,6 +58,7 @@ type scenario struct {
 	// replicated makes every node a master with a replica; clusterMasters
 	// makes every node a Redis Cluster of that many masters.
 	replicated     bool
+	sentinels      bool // with replicated: a Sentinel watches each master
 	clusterMasters int
 	body           func(r *run)
 }
@@ -144,7 +145,7 @@ func TestScenarios(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			r := &run{T: t, sc: sc, start: time.Now()}
 			r.c = NewCluster(t, Config{Scenario: sc.name, N: sc.nodes, ClockShim: sc.shim, Persistence: sc.persist,
-				Replicated: sc.replicated, ClusterMasters: sc.clusterMasters})
+				Replicated: sc.replicated, Sentinels: sc.sentinels, ClusterMasters: sc.clusterMasters})
 			r.res = NewResource(r.c.H)
 			r.Logf("N=%d, %d clients (%s profile), fault: %s; expected: %s", sc.nodes, sc.clients, pick("short", "long"), sc.fault, sc.expected())
 			defer r.finish()

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/goredisnode"
 	"github.com/quorumlock/redlock/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -89,6 +92,9 @@ func (c *Cluster) Failover(i int) {
 	if r == nil {
 		c.t.Fatalf("faulttest: node %d has no replica to fail over to", i)
 	}
+	if c.sentinels != nil {
+		c.t.Fatal("faulttest: Failover on nodes that Sentinels watch: use SentinelFailover")
+	}
 	c.Kill(i)
 	c.fatal(r.Promote())
 	c.mu.Lock()
@@ -98,6 +104,102 @@ func (c *Cluster) Failover(i int) {
 		cl.failover(i)
 	}
 	c.H.AddFault(FaultPromote, i, "", "replica "+r.Addr()+" promoted to master; the clients' links lead to it")
+}
+
+// startSentinels has a Sentinel of its own watch every node's master,
+// under the name "node<i>", and waits until each knows the master's
+// replica: a Sentinel promotes only a replica it knows.
+func (c *Cluster) startSentinels() {
+	c.t.Helper()
+	for i, m := range c.servers {
+		c.sentinels = append(c.sentinels, redistest.StartSentinel(c.t, sentinelName(i), m, redistest.Config{}))
+	}
+	for i, s := range c.sentinels {
+		c.await(fmt.Sprintf("the Sentinel of node %d to know its replica", i), func() bool {
+			v, _ := s.Do("SENTINEL", "REPLICAS", sentinelName(i))
+			rs, _ := v.([]any)
+			return len(rs) == 1
+		})
+	}
+}
+
+func sentinelName(i int) string { return fmt.Sprintf("node%d", i) }
+
+// sentinelNode returns a Node for node i over a go-redis failover client
+// that asks the node's Sentinel for its master, and what closes both.
+func (c *Cluster) sentinelNode(i int) (redlock.Node, interface{ Close() error }) {
+	fc := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:    sentinelName(i),
+		SentinelAddrs: []string{c.sentinels[i].Addr()},
+		// One try per call, bounded by the call's context, as Dial's
+		// clients do: the redlock round decides what to retry.
+		MaxRetries:            -1,
+		ContextTimeoutEnabled: true,
+	})
+	n := goredisnode.New(fc, "")
+	return n, closers{n, fc}
+}
+
+// closers closes each of its elements, in order.
+type closers []interface{ Close() error }
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// SentinelFailover kills the masters of nodes with SIGKILL, all at once,
+// and waits until each node's Sentinel has promoted the node's replica
+// (with whatever its replication stream carried) and names it as the
+// master, so that clients, which ask the Sentinel, reach it. It returns
+// when the last promotion was seen; the History has each promotion at
+// the moment it was seen (polled every 10ms).
+func (c *Cluster) SentinelFailover(nodes ...int) {
+	c.t.Helper()
+	if c.sentinels == nil {
+		c.t.Fatal("faulttest: SentinelFailover without Config.Sentinels")
+	}
+	for _, i := range nodes {
+		c.Kill(i)
+	}
+	for _, i := range nodes {
+		c.mu.Lock()
+		r := c.replicas[i]
+		c.mu.Unlock()
+		if r == nil {
+			c.t.Fatalf("faulttest: node %d has no replica to fail over to", i)
+		}
+		c.await(fmt.Sprintf("the Sentinel of node %d to promote its replica", i), func() bool {
+			v, _ := c.sentinels[i].Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", sentinelName(i))
+			hp, _ := v.([]any)
+			if len(hp) != 2 {
+				return false
+			}
+			host, _ := hp[0].(string)
+			port, _ := hp[1].(string)
+			role, _ := r.Do("ROLE")
+			rs, _ := role.([]any)
+			return net.JoinHostPort(host, port) == r.Addr() && len(rs) > 0 && rs[0] == "master"
+		})
+		c.mu.Lock()
+		c.servers[i], c.replicas[i], c.down[i] = r, nil, false
+		c.mu.Unlock()
+		c.H.AddFault(FaultPromote, i, "", "the Sentinel promoted replica "+r.Addr()+" to master; clients that ask it reach the replica")
+	}
+}
+
+// await polls cond every 10ms until it holds, and fails the test after
+// 30s.
+func (c *Cluster) await(what string, cond func() bool) {
+	c.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("faulttest: gave up waiting for %s after 30s", what)
+		}
+	}
 }
 
 // failover points the client's link to node i at its proxy to the node's
