@@ -211,7 +211,8 @@
 // verdict, with each holder's [Lock.ID] and owner label but never its
 // token. [Client.ForceRelease] removes a lock whose owner is gone, raising
 // the fence floor so that the removed owner's late writes fail their
-// fence checks.
+// fence checks. [Semaphore.Inspect] and [Semaphore.ForceRelease] do the
+// same for a semaphore's slots.
 //
 // # What is not guaranteed
 //

@@ -193,6 +193,12 @@ func (c *Client) ForceRelease(ctx context.Context, key string) ([]KeyView, error
 	if err := checkKey(key); err != nil {
 		return nil, &OpError{Op: "force-release", Key: key, Err: err}
 	}
+	return c.forceRelease(ctx, key, key)
+}
+
+// forceRelease is ForceRelease of the lock key key, whose releases wake
+// the waiters of waitKey: the key itself, or a semaphore's.
+func (c *Client) forceRelease(ctx context.Context, key, waitKey string) ([]KeyView, error) {
 	ctx, ev := c.begin(ctx, "force-release", key)
 	// The fence floor: the removed owner's fence is no more than the
 	// counter of a node that granted it, or, where that counter has been
@@ -201,7 +207,7 @@ func (c *Client) ForceRelease(ctx context.Context, key string) ([]KeyView, error
 	// would make them.
 	floor, maxTTL := c.fenceFloor(ctx, key)
 	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, forceScript, decodeForce,
-		[]string{key, FenceKey(key)}, []string{strconv.FormatInt(floor, 10), msString(c.fenceTTL(maxTTL))}, nil)
+		[]string{key, FenceKey(key)}, []string{strconv.FormatInt(floor, 10), msString(c.fenceTTL(maxTTL)), waitKey}, nil)
 	r.drain()
 	ok := r.count(OK) >= c.quorum
 	r.decide(ok)

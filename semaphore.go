@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -67,15 +68,65 @@ func (s *Semaphore) TryAcquire(ctx context.Context, ttl time.Duration) (*Permit,
 }
 
 func (s *Semaphore) obtain(ctx context.Context, ttl time.Duration, wait bool) (*Permit, error) {
-	bad := checkKey(s.key)
-	if bad == nil && (s.n < 1 || s.n > MaxPermits) {
-		bad = invalidf("a semaphore of %d permits; it must have from 1 to %d", s.n, MaxPermits)
-	}
-	l, err := s.c.obtainSet(ctx, keyset{name: s.key, permits: s.n, slot: -1}, bad, ttl, wait)
+	l, err := s.c.obtainSet(ctx, keyset{name: s.key, permits: s.n, slot: -1}, s.check(), ttl, wait)
 	if err != nil {
 		return nil, err
 	}
 	return &Permit{l: l, sem: s}, nil
+}
+
+// check returns why the semaphore's key or n is invalid, or nil.
+func (s *Semaphore) check() error {
+	if err := checkKey(s.key); err != nil {
+		return err
+	}
+	if s.n < 1 || s.n > MaxPermits {
+		return invalidf("a semaphore of %d permits; it must have from 1 to %d", s.n, MaxPermits)
+	}
+	return nil
+}
+
+// Inspect reads every slot of the semaphore as Client.Inspect reads a
+// lock, all slots at once, and changes nothing. It returns one Inspection
+// per slot, slot 0 first, each with Key set to the slot's key (PermitKey):
+// a slot held on a quorum is a permit in use, whose Holder is the permit's
+// ID (Permit.ID) and Owner its owner's label. It returns an error only for
+// an invalid key or n; a node that does not answer has Err set in its
+// KeyView, slot by slot.
+func (s *Semaphore) Inspect(ctx context.Context) ([]*Inspection, error) {
+	if err := s.check(); err != nil {
+		return nil, &OpError{Op: "inspect", Key: s.key, Err: err}
+	}
+	out := make([]*Inspection, s.n)
+	var wg sync.WaitGroup
+	wg.Add(s.n)
+	for i := range s.n {
+		go func() {
+			defer wg.Done()
+			key := PermitKey(s.key, i)
+			ctx, ev := s.c.begin(ctx, "inspect", key)
+			out[i] = s.c.inspect(ctx, key)
+			s.c.end(ctx, ev, nil)
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// ForceRelease deletes the permit in slot (from 0 to n-1) from every
+// node, whatever token holds it, and wakes the semaphore's waiters: it is
+// Client.ForceRelease for a permit whose holder is gone, with the same
+// fence floor, risk and results. Inspect shows the slots and who holds
+// them.
+func (s *Semaphore) ForceRelease(ctx context.Context, slot int) ([]KeyView, error) {
+	err := s.check()
+	if err == nil && (slot < 0 || slot >= s.n) {
+		err = invalidf("slot %d of a semaphore of %d permits; slots are 0 to %d", slot, s.n, s.n-1)
+	}
+	if err != nil {
+		return nil, &OpError{Op: "force-release", Key: s.key, Err: err}
+	}
+	return s.c.forceRelease(ctx, PermitKey(s.key, slot), s.key)
 }
 
 // A Permit is one held permit of a Semaphore. It has the shape of a Lock,

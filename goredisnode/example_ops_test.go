@@ -155,6 +155,40 @@ func Example_semaphore() {
 	// a third waits
 }
 
+// Semaphore.Inspect shows who holds each slot of a semaphore, and
+// Semaphore.ForceRelease frees the slot of a permit whose holder is gone.
+func Example_semaphoreOperator() {
+	worker, closeWorker := exampleClient("encoder-3")
+	defer closeWorker()
+	ctx := context.Background()
+	p, err := worker.Semaphore("example:encoders", 2).Acquire(ctx, 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	ops, closeOps := exampleClient("operator")
+	defer closeOps()
+	encoders := ops.Semaphore("example:encoders", 2)
+	slots, err := encoders.Inspect(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, slot := range slots {
+		if slot.State == redlock.KeyHeld {
+			fmt.Println("slot held by", slot.Owner, "- the worker's permit:", i == p.Slot() && slot.Holder == p.ID())
+		}
+	}
+	if _, err := encoders.ForceRelease(ctx, p.Slot()); err != nil {
+		log.Fatal(err)
+	}
+	if err := p.Extend(ctx, 10*time.Second); errors.Is(err, redlock.ErrLockLost) {
+		fmt.Println("the worker learns it lost its permit")
+	}
+	// Output:
+	// slot held by encoder-3 - the worker's permit: true
+	// the worker learns it lost its permit
+}
+
 // An Election chooses one leader at a time; its term rises from each
 // leader to the next, and fences out a leader that lost its lead.
 func Example_election() {

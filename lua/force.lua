@@ -6,6 +6,8 @@
 -- ARGV[1]  the fence floor: the largest fence counter the operator's
 --          client read on any node
 -- ARGV[2]  the time to live of the fence counter, in milliseconds
+-- ARGV[3]  the key whose waiters the removal wakes: the lock key, or the
+--          key of the semaphore whose slot KEYS[1] is; KEYS[1] if absent
 --
 -- Returns {removed, id, owner, pttl, told}: removed is 1 when the key held
 -- a lock and was deleted, with id and owner as holder gives them, pttl the
@@ -22,7 +24,7 @@ if v then
 	redis.call('DEL', KEYS[1])
 	removed = 1
 	id, owner = holder(v)
-	told = redis.pcall('PUBLISH', 'redlock:released:' .. KEYS[1], '')
+	told = redis.pcall('PUBLISH', 'redlock:released:' .. (ARGV[3] or KEYS[1]), '')
 	if type(told) ~= 'number' then
 		told = 0
 	end

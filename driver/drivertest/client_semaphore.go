@@ -19,6 +19,7 @@ func (s *suite) testSemaphore(t *testing.T) {
 	t.Run("SplitGrants", s.testSemaphoreSplit)
 	t.Run("ExtendAndLoss", s.testSemaphoreExtend)
 	t.Run("Invalid", s.testSemaphoreInvalid)
+	t.Run("InspectAndForceRelease", s.testSemaphoreOperator)
 }
 
 // testSemaphorePermits: n permits are granted, each on its own slot held
@@ -195,9 +196,14 @@ func (s *suite) testSemaphoreSplit(t *testing.T) {
 		}
 		if q.Slot() == 0 {
 			p = q
-		} else if err := q.Release(ctx); err != nil {
+			continue
+		}
+		if err := q.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
+		// Release returns on a quorum: the next try must not find the
+		// third node's slot 1 still held, or no slot has a quorum.
+		cl.awaitNoKey(t, redlock.PermitKey(key, 1), 5*time.Second)
 	}
 	for deadline := time.Now().Add(5 * time.Second); cl.countValue(t, redlock.PermitKey(key, 0), p.Token()) < 2; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
