@@ -33,6 +33,7 @@ type Node struct {
 	c    rueidis.Client // nil for a cluster from Dial: see lazy
 	lazy *lazyClient    // makes the client of a cluster from Dial
 	name string
+	hub  hub // subscriptions for Notify
 
 	// owned reports whether Dial created c, which Close then closes.
 	owned     bool
@@ -307,13 +308,15 @@ func result(resp rueidis.RedisResult) (any, error) {
 	return normalize(&msg)
 }
 
-// Close closes the client if Dial created it, waiting for calls in
-// progress to finish, and for an attempt under way to make a cluster's
-// client, which ends when rueidis gives up connecting; a client passed to
-// New is left open. Close may be called more than once, and always
-// returns nil.
+// Close ends the Node's subscriptions (see Notify), giving their
+// connection back to the client, and closes the client if Dial created
+// it, waiting for calls in progress to finish, and for an attempt under
+// way to make a cluster's client, which ends when rueidis gives up
+// connecting; a client passed to New is left open. Close may be called
+// more than once, and always returns nil.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		n.hub.close()
 		switch {
 		case n.lazy != nil:
 			n.lazy.close()
