@@ -571,8 +571,11 @@ func newSlowNodeLog(t *testing.T) *slowNodeLog {
 		gatedNode{name: "b", mu: &s.mu, log: &s.log},
 		gatedNode{name: "c", mu: &s.mu, log: &s.log, gate: s.gate},
 	}
+	// c's acquire must still be waiting for gate when the test has made
+	// its calls: the default node timeout of a 10s lock, 250ms, is a
+	// stall that a loaded machine can have between two of them.
 	var err error
-	if s.c, err = New(nodes, &Options{DisableQuarantine: true}); err != nil {
+	if s.c, err = New(nodes, &Options{DisableQuarantine: true, NodeTimeout: 5 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	return s
