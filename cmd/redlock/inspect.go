@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -19,6 +20,7 @@ import (
 // command with the same report.
 func newInspectCmd(nf *nodeFlags, name string) *cobra.Command {
 	rf := &reportFlags{}
+	permits := 0
 	short, title := "Show who holds a lock, node by node", "Inspect"
 	if name == "status" {
 		short, title = "Show who holds a lock: another name for inspect", "Status"
@@ -54,14 +56,31 @@ like every lock client, it may write a node's restart marker.
 A lock whose holder is gone but whose keys stay (a hung process, or a long
 TTL) can be removed with 'redlock release --force KEY'.
 
+With --permits N, ` + name + ` reads every slot of the semaphore KEY of N
+permits ('redlock run --permits N KEY') instead of the lock KEY, all at
+once, probing the nodes once. Give the N that the semaphore's users give.
+Each slot is a lock of its own, and the first line counts them:
+  semaphore "KEY": 2 of 4 permits held (slots 0, 3); 2 free
+with any split or unknown slots after the free ones. Each slot that is not
+free follows, headed "slot I:", with the report of a lock: its verdict,
+holder ID (the REDLOCK_LOCK_ID that 'redlock run --permits' gave its
+command), owner and table of nodes; then the free slots, on one line. A
+stuck permit can be freed with 'redlock release --force --permits N --slot
+I KEY'.
+
 With --json the report is a JSON object for scripts: key, state (held,
 free, split or unknown), quorum, answered, holder, owner, held_on, ttl_ms,
 ends and fence, and for each node: node, state, answered, held, holder,
-owner, ttl_ms, fence, and error or read_error when it has one.
+owner, ttl_ms, fence, and error or read_error when it has one. With
+--permits it is an object with key, permits, held and free (the numbers of
+held and free slots) and slots: for each slot, slot 0 first, its number in
+slot and the report of a lock, whose key is the slot's own
+(redlock:permit:I:...).
 
-Exit status:
-  0       the lock is held, free or split
-  64      usage error: bad flags, arguments or node URLs
+Exit status (with --permits, the largest of the slots' statuses):
+  0       the lock is held, free or split (with --permits: every slot is)
+  64      usage error: bad flags, arguments or node URLs, or --permits out
+          of range
   69      too few nodes answered to tell
   77      so many nodes refused the credentials or denied the read (NOAUTH,
           WRONGPASS, NOPERM) that too few answered
@@ -71,7 +90,11 @@ Exit status:
           answered`,
 		Example: `  redlock ` + name + ` nightly-report
   redlock ` + name + ` --nodes redis://a:6379,redis://b:6379,redis://c:6379 deploy
-  redlock ` + name + ` --json deploy | jq -r '.state, .owner'`,
+  redlock ` + name + ` --json deploy | jq -r '.state, .owner'
+
+  # The 4 permits of 'redlock run --permits 4 transcode': who holds which.
+  redlock ` + name + ` --permits 4 transcode
+  redlock ` + name + ` --permits 4 --json transcode | jq -r '.slots[] | select(.state == "held") | "\(.slot) \(.owner)"'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usagef("%s takes exactly one KEY, got %d arguments", name, len(args))
@@ -80,11 +103,28 @@ Exit status:
 		},
 		ValidArgsFunction: noArgsCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("permits") {
+				if err := checkPermits(permits); err != nil {
+					return err
+				}
+				return runInspectSemaphore(cmd.Context(), cmd.OutOrStdout(), nf, rf, args[0], permits)
+			}
 			return runInspect(cmd.Context(), cmd.OutOrStdout(), nf, rf, args[0])
 		},
 	}
 	rf.register(cmd)
+	cmd.Flags().IntVar(&permits, "permits", 0, fmt.Sprintf("inspect every slot of the semaphore KEY of this many permits instead of the lock KEY: from 1 to %d, as its users give (default: the lock KEY)", redlock.MaxPermits))
+	cmd.RegisterFlagCompletionFunc("permits", noArgsCompletion)
 	return cmd
+}
+
+// checkPermits returns a usage error for a number of permits that no
+// semaphore has.
+func checkPermits(n int) error {
+	if n < 1 || n > redlock.MaxPermits {
+		return usagef("--permits %d: a semaphore has from 1 to %d permits", n, redlock.MaxPermits)
+	}
+	return nil
 }
 
 // A nodeStatus is what inspect found on one node.
@@ -133,8 +173,19 @@ func checkKey(key string) error {
 	return nil
 }
 
+// checkLockKey is checkKey for the KEY of inspect and release, which
+// also points from a permit's own key to the semaphore's.
+func checkLockKey(key string) error {
+	if strings.HasPrefix(key, "redlock:permit:") {
+		return usagef("the key %q is a permit of a semaphore, reserved for the lock client: "+
+			"give the semaphore's KEY with --permits N instead ('redlock inspect --permits N KEY' shows its slots, "+
+			"'redlock release --force --permits N --slot I KEY' frees one)", key)
+	}
+	return checkKey(key)
+}
+
 func runInspect(ctx context.Context, w io.Writer, nf *nodeFlags, rf *reportFlags, key string) error {
-	if err := checkKey(key); err != nil {
+	if err := checkLockKey(key); err != nil {
 		return err
 	}
 	ns, c, err := rf.connect(nf)
@@ -154,6 +205,40 @@ func runInspect(ctx context.Context, w io.Writer, nf *nodeFlags, rf *reportFlags
 
 // readReport inspects the lock and probes the nodes, at the same time.
 func readReport(ctx context.Context, c *redlock.Client, nf *nodeFlags, key string) (*statusReport, error) {
+	var ins *redlock.Inspection
+	states, err := probeWhile(ctx, c, func() (err error) {
+		ins, err = c.Inspect(ctx, key)
+		return err
+	})
+	if err != nil {
+		return nil, usagef("%s", describeErr(err))
+	}
+	return newReport(ins, c.Quorum(), states, keyQuarantine(ins, nf), time.Now()), nil
+}
+
+// readSlotReports inspects every slot of the semaphore key of n permits
+// and probes the nodes, at the same time: one report per slot, slot 0
+// first, each of the slot's own key.
+func readSlotReports(ctx context.Context, c *redlock.Client, nf *nodeFlags, key string, n int) ([]*statusReport, error) {
+	var inss []*redlock.Inspection
+	states, err := probeWhile(ctx, c, func() (err error) {
+		inss, err = c.Semaphore(key, n).Inspect(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, usagef("%s", describeErr(err))
+	}
+	now := time.Now()
+	reps := make([]*statusReport, len(inss))
+	for i, ins := range inss {
+		reps[i] = newReport(ins, c.Quorum(), states, keyQuarantine(ins, nf), now)
+	}
+	return reps, nil
+}
+
+// probeWhile probes the nodes while read runs, and returns the nodes'
+// states and read's error.
+func probeWhile(ctx context.Context, c *redlock.Client, read func() error) ([]redlock.NodeState, error) {
 	var states []redlock.NodeState
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -161,12 +246,121 @@ func readReport(ctx context.Context, c *redlock.Client, nf *nodeFlags, key strin
 		defer wg.Done()
 		states = c.Probe(ctx)
 	}()
-	ins, err := c.Inspect(ctx, key)
+	err := read()
 	wg.Wait()
-	if err != nil {
-		return nil, usagef("%s", describeErr(err))
+	return states, err
+}
+
+// A semaphoreReport is the output of inspect --permits: a statusReport
+// for each slot.
+type semaphoreReport struct {
+	Key     string       `json:"key"`
+	Permits int          `json:"permits"`
+	Held    int          `json:"held"` // slots held by one holder on a quorum
+	Free    int          `json:"free"` // slots free on a quorum
+	Slots   []slotReport `json:"slots"`
+}
+
+// A slotReport is the report of one slot of a semaphore: that of a lock,
+// on the slot's key, with the slot's number.
+type slotReport struct {
+	Slot int `json:"slot"`
+	statusReport
+}
+
+func runInspectSemaphore(ctx context.Context, w io.Writer, nf *nodeFlags, rf *reportFlags, key string, n int) error {
+	if err := checkKey(key); err != nil {
+		return err
 	}
-	return newReport(ins, c.Quorum(), states, keyQuarantine(ins, nf), time.Now()), nil
+	ns, c, err := rf.connect(nf)
+	if err != nil {
+		return err
+	}
+	defer ns.close()
+	reps, err := readSlotReports(ctx, c, nf, key, n)
+	if err != nil {
+		return err
+	}
+	rep := newSemaphoreReport(key, reps)
+	if err := rf.write(w, rep, func() { printSemaphore(w, rep, time.Now()) }); err != nil {
+		return err
+	}
+	return semaphoreStatus(rep)
+}
+
+// newSemaphoreReport makes the report of a semaphore from its slots'.
+func newSemaphoreReport(key string, reps []*statusReport) *semaphoreReport {
+	rep := &semaphoreReport{Key: key, Permits: len(reps), Slots: make([]slotReport, len(reps))}
+	for i, r := range reps {
+		rep.Slots[i] = slotReport{Slot: i, statusReport: *r}
+		switch r.State {
+		case redlock.KeyHeld.String():
+			rep.Held++
+		case redlock.KeyFree.String():
+			rep.Free++
+		}
+	}
+	return rep
+}
+
+// semaphoreStatus returns the exit status of a semaphore's report, as an
+// error: the largest of its slots' (see reportStatus), nil when every
+// slot is held, free or split.
+func semaphoreStatus(rep *semaphoreReport) error {
+	var worst *exitError
+	for i := range rep.Slots {
+		var e *exitError
+		if errors.As(reportStatus(&rep.Slots[i].statusReport), &e) && (worst == nil || e.code > worst.code) {
+			worst = e
+		}
+	}
+	if worst == nil {
+		return nil
+	}
+	return worst
+}
+
+// printSemaphore writes a semaphore's report for people: the verdict,
+// the report of each slot that is not free, and the free slots.
+func printSemaphore(w io.Writer, rep *semaphoreReport, now time.Time) {
+	bystate := map[string][]int{}
+	for _, s := range rep.Slots {
+		bystate[s.State] = append(bystate[s.State], s.Slot)
+	}
+	held, free := bystate[redlock.KeyHeld.String()], bystate[redlock.KeyFree.String()]
+	fmt.Fprintf(w, "semaphore %q: %d of %d permits held%s; %d free", rep.Key, len(held), rep.Permits, slotList(" (", held, ")"), len(free))
+	for _, st := range []redlock.KeyState{redlock.KeySplit, redlock.KeyUnknown} {
+		if slots := bystate[st.String()]; len(slots) > 0 {
+			fmt.Fprintf(w, "; %d %s%s", len(slots), st, slotList(" (", slots, ")"))
+		}
+	}
+	fmt.Fprintln(w)
+	for _, s := range rep.Slots {
+		if s.State != redlock.KeyFree.String() {
+			fmt.Fprintln(w)
+			printReportOf(w, fmt.Sprintf("slot %d", s.Slot), &s.statusReport, now)
+		}
+	}
+	if len(free) > 0 {
+		fmt.Fprintf(w, "\n%s: FREE\n", slotList("", free, ""))
+	}
+}
+
+// slotList names slots, between before and after: "slot 3" or "slots 0,
+// 3"; "" for none.
+func slotList(before string, slots []int, after string) string {
+	if len(slots) == 0 {
+		return ""
+	}
+	nums := make([]string, len(slots))
+	for i, s := range slots {
+		nums[i] = fmt.Sprint(s)
+	}
+	word := "slots "
+	if len(slots) == 1 {
+		word = "slot "
+	}
+	return before + word + strings.Join(nums, ", ") + after
 }
 
 // keyQuarantine returns how long a node must have run to vote for the
@@ -284,6 +478,12 @@ func reportStatus(rep *statusReport) error {
 // printReport writes the report for people: the verdict, the fence
 // counter and a table of the nodes.
 func printReport(w io.Writer, rep *statusReport, now time.Time) {
+	printReportOf(w, fmt.Sprintf("lock %q", rep.Key), rep, now)
+}
+
+// printReportOf is printReport with the verdict's subject, such as
+// `lock "KEY"` or "slot 3".
+func printReportOf(w io.Writer, subject string, rep *statusReport, now time.Time) {
 	total := len(rep.Nodes)
 	holding, longest := 0, int64(0)
 	for _, n := range rep.Nodes {
@@ -294,20 +494,20 @@ func printReport(w io.Writer, rep *statusReport, now time.Time) {
 	}
 	switch rep.State {
 	case "held":
-		fmt.Fprintf(w, "lock %q: HELD by %s%s on %d of %d nodes (quorum %d); expires in %v unless extended\n",
-			rep.Key, rep.Holder, ownerText(rep.Owner), rep.HeldOn, total, rep.Quorum, millisDur(rep.TTLMillis))
+		fmt.Fprintf(w, "%s: HELD by %s%s on %d of %d nodes (quorum %d); expires in %v unless extended\n",
+			subject, rep.Holder, ownerText(rep.Owner), rep.HeldOn, total, rep.Quorum, millisDur(rep.TTLMillis))
 	case "free":
-		fmt.Fprintf(w, "lock %q: FREE (%d of %d nodes answered, quorum %d)\n", rep.Key, rep.Answered, total, rep.Quorum)
+		fmt.Fprintf(w, "%s: FREE (%d of %d nodes answered, quorum %d)\n", subject, rep.Answered, total, rep.Quorum)
 	case "split":
-		fmt.Fprintf(w, "lock %q: SPLIT: %d of %d nodes hold keys, and no holder has a quorum (%d); %d nodes answered\n",
-			rep.Key, holding, total, rep.Quorum, rep.Answered)
+		fmt.Fprintf(w, "%s: SPLIT: %d of %d nodes hold keys, and no holder has a quorum (%d); %d nodes answered\n",
+			subject, holding, total, rep.Quorum, rep.Answered)
 		fmt.Fprintf(w, "  keys short of a quorum are an acquisition under way, or what a failed, lost or released one left behind; they expire on their own, within %v\n",
 			millisDur(longest))
 		if unanswered := total - rep.Answered; unanswered > 0 {
 			fmt.Fprintf(w, "  %d nodes did not answer: a holder may have a quorum through them\n", unanswered)
 		}
 	default:
-		fmt.Fprintf(w, "lock %q: UNKNOWN: only %d of %d nodes answered, and %d are needed to tell\n", rep.Key, rep.Answered, total, rep.Quorum)
+		fmt.Fprintf(w, "%s: UNKNOWN: only %d of %d nodes answered, and %d are needed to tell\n", subject, rep.Answered, total, rep.Quorum)
 	}
 	if rep.Fence > 0 {
 		fmt.Fprintf(w, "fence counter: %d (the next holder's fence will be greater)\n", rep.Fence)

@@ -1,0 +1,186 @@
+//go:build linux
+
+// The operators' view of a semaphore: inspect --permits shows its slots,
+// release --force --permits --slot frees one. Linux only, as the terminal
+// of release's question is a Linux pseudo-terminal (release_linux_test.go).
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/redistest"
+)
+
+// opsHoldScript records the permit's slot, fence and holder ID in "held",
+// and runs until the file "stop" appears.
+const opsHoldScript = `echo "$REDLOCK_SLOT $REDLOCK_FENCE $REDLOCK_LOCK_ID" > held.tmp && mv held.tmp held; ` +
+	`while [ ! -e stop ]; do sleep 0.05; done`
+
+// An opsHolder is a 'redlock run --permits' that holds a permit until it
+// is stopped.
+type opsHolder struct {
+	p     *proc
+	dir   string
+	owner string
+	slot  int
+	fence int64
+	id    string
+}
+
+// startHolders starts one 'redlock run --permits n' per owner on the
+// semaphore key, each with a TTL of minutes, one after another, so that
+// the nodes agree on the slots: rounds that contend may be granted
+// different slots by different nodes, and a node keeps such a grant for
+// its holder until the permit is released.
+func startHolders(t *testing.T, nodes, key string, n int, owners ...string) []*opsHolder {
+	t.Helper()
+	hs := make([]*opsHolder, len(owners))
+	for i, owner := range owners {
+		dir := t.TempDir()
+		h := &opsHolder{dir: dir, owner: owner,
+			p: start(t, dir, nil, "run", "--no-quarantine", "--permits", strconv.Itoa(n), "--ttl", "10m", "--owner", owner,
+				nodes, key, "--", "sh", "-c", opsHoldScript)}
+		hs[i] = h
+		waitFor(t, 30*time.Second, "the holders of the permits to start", func() bool {
+			return fileExists(filepath.Join(h.dir, "held")) || h.p.exited()
+		})
+		if h.p.exited() {
+			t.Fatalf("a holder of a permit ended early:\n%s", h.p.wait())
+		}
+		b, err := os.ReadFile(filepath.Join(h.dir, "held"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b))
+		if len(f) != 3 {
+			t.Fatalf("the command's environment is incomplete: %q", b)
+		}
+		var err1, err2 error
+		h.slot, err1 = strconv.Atoi(f[0])
+		h.fence, err2 = strconv.ParseInt(f[1], 10, 64)
+		h.id = f[2]
+		if err1 != nil || err2 != nil || len(h.id) != 12 {
+			t.Fatalf("REDLOCK_SLOT, REDLOCK_FENCE or REDLOCK_LOCK_ID is not what it should be: %q", b)
+		}
+	}
+	return hs
+}
+
+// stop ends the holder's command and returns what the run did.
+func (h *opsHolder) stop(t *testing.T) result {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(h.dir, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return h.p.wait()
+}
+
+// parseSemaphore parses the output of inspect --permits --json.
+func parseSemaphore(t *testing.T, r result) semaphoreReport {
+	t.Helper()
+	var rep semaphoreReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("inspect --permits --json: %v\n%s", err, r)
+	}
+	return rep
+}
+
+// Inspect --permits of a semaphore with 2 of its 3 permits held by
+// 'redlock run --permits': the verdict, each held slot's holder and owner,
+// the free slot, as text and JSON; then refusals on one slot and too few
+// nodes, and the usage errors.
+func TestInspectPermits(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartN(t, 3, redistest.Config{})
+	nodes := nodesFlag(srv...)
+
+	expect(t, run(t, "inspect", "--permits", "3", nodes, "pool"), 0,
+		`semaphore "pool": 0 of 3 permits held; 3 free`, "slots 0, 1, 2: FREE")
+
+	hs := startHolders(t, nodes, "pool", 3, "ops-a", "ops-b")
+	if hs[0].slot == hs[1].slot || hs[0].id == hs[1].id {
+		t.Fatalf("two permits share slot %d or ID %s", hs[0].slot, hs[0].id)
+	}
+	slices.SortFunc(hs, func(a, b *opsHolder) int { return a.slot - b.slot })
+	free := 3 - hs[0].slot - hs[1].slot // the slot neither holds: 0+1+2 = 3
+
+	want := []string{
+		fmt.Sprintf(`semaphore "pool": 2 of 3 permits held (slots %d, %d); 1 free`, hs[0].slot, hs[1].slot),
+		fmt.Sprintf("slot %d: FREE", free),
+		"NODE", "OWNER",
+	}
+	for _, h := range hs {
+		want = append(want, fmt.Sprintf(`slot %d: HELD by %s ("%s") on `, h.slot, h.id, h.owner))
+	}
+	r := run(t, "inspect", "--no-quarantine", "--permits", "3", nodes, "pool")
+	expect(t, r, 0, want...)
+	if strings.Contains(r.stdout, fmt.Sprintf("slot %d: HELD", free)) || strings.Contains(r.stdout, `lock "`) {
+		t.Fatalf("inspect --permits shows the free slot's report, or a lock's:\n%s", r)
+	}
+	expect(t, run(t, "status", "--no-quarantine", "--permits", "3", nodes, "pool"), 0, want...)
+
+	r = run(t, "inspect", "--permits", "3", "--json", nodes, "pool")
+	expect(t, r, 0)
+	rep := parseSemaphore(t, r)
+	if rep.Key != "pool" || rep.Permits != 3 || rep.Held != 2 || rep.Free != 1 || len(rep.Slots) != 3 {
+		t.Fatalf("inspect --permits --json: unexpected report:\n%s", r)
+	}
+	for i, s := range rep.Slots {
+		if s.Slot != i || s.Key != redlock.PermitKey("pool", i) || s.Quorum != 2 || s.Answered != 3 || len(s.Nodes) != 3 {
+			t.Fatalf("inspect --permits --json: slot %d is not the slot's report:\n%s", i, r)
+		}
+	}
+	for _, h := range hs {
+		s := rep.Slots[h.slot]
+		if s.State != "held" || s.Holder != h.id || s.Owner != h.owner || s.HeldOn < 2 || s.TTLMillis <= 0 || s.Fence < h.fence {
+			t.Fatalf("inspect --permits --json: slot %d is not held by %s (%q):\n%s", h.slot, h.id, h.owner, r)
+		}
+	}
+	if s := rep.Slots[free]; s.State != "free" || s.Holder != "" || s.HeldOn != 0 {
+		t.Fatalf("inspect --permits --json: slot %d is not free:\n%s", free, r)
+	}
+	for _, h := range hs {
+		expect(t, h.stop(t), 0)
+	}
+	expect(t, run(t, "inspect", "--permits", "3", nodes, "pool"), 0, `semaphore "pool": 0 of 3 permits held; 3 free`)
+
+	// A slot holding another type of value on two nodes of three: that
+	// slot cannot be told, and the refusals set the exit status.
+	for _, s := range srv[:2] {
+		s.MustDo(t, "HSET", redlock.PermitKey("wt", 1), "f", "v")
+	}
+	expect(t, run(t, "inspect", "--permits", "2", nodes, "wt"), exitConfig,
+		`semaphore "wt": 0 of 2 permits held; 1 free; 1 unknown (slot 1)`, "slot 1: UNKNOWN", "WRONGTYPE", "slot 0: FREE")
+	r = run(t, "inspect", "--permits", "2", "--json", nodes, "wt")
+	expect(t, r, exitConfig)
+	if rep := parseSemaphore(t, r); rep.Held != 0 || rep.Free != 1 || rep.Slots[0].State != "free" || rep.Slots[1].State != "unknown" {
+		t.Fatalf("inspect --permits --json of a slot of another type: unexpected report:\n%s", r)
+	}
+
+	// Usage errors.
+	for _, n := range []string{"0", "-1", strconv.Itoa(redlock.MaxPermits + 1)} {
+		expect(t, run(t, "inspect", "--permits", n, nodes, "pool"), exitUsage,
+			fmt.Sprintf("--permits %s: a semaphore has from 1 to %d permits", n, redlock.MaxPermits))
+	}
+	expect(t, run(t, "inspect", nodes, redlock.PermitKey("pool", 0)), exitUsage, "is a permit of a semaphore", "--permits N")
+	expect(t, run(t, "inspect", "--permits", "2", nodes, redlock.PermitKey("pool", 0)), exitUsage, "reserved")
+
+	// Two nodes of three down: no slot can be told.
+	for _, s := range srv[1:] {
+		if err := s.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect(t, run(t, "inspect", "--permits", "3", nodes, "pool"), exitUnavailable,
+		`semaphore "pool": 0 of 3 permits held; 0 free; 3 unknown (slots 0, 1, 2)`, "slot 2: UNKNOWN: only 1 of 3 nodes answered")
+}
