@@ -184,3 +184,146 @@ func TestInspectPermits(t *testing.T) {
 	expect(t, run(t, "inspect", "--permits", "3", nodes, "pool"), exitUnavailable,
 		`semaphore "pool": 0 of 3 permits held; 0 free; 3 unknown (slots 0, 1, 2)`, "slot 2: UNKNOWN: only 1 of 3 nodes answered")
 }
+
+// Release --force --permits --slot frees a permit that a 'redlock run
+// --permits' holds with a TTL of minutes: a run waiting for a permit of the
+// full semaphore gets that slot, with a greater fence. The flags that name
+// a slot are checked first.
+func TestReleasePermit(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartN(t, 3, redistest.Config{})
+	nodes := nodesFlag(srv...)
+	hs := startHolders(t, nodes, "jobs", 3, "ops-a", "ops-b", "ops-c")
+	a, b := hs[0], hs[1]
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--slot", "1"}, `--slot 1 needs --permits N, the number of permits of the semaphore "jobs"`},
+		{[]string{"--permits", "3"}, `--permits 3 needs --slot I, the slot of the semaphore "jobs" to free, from 0 to 2`},
+		{[]string{"--permits", "3", "--slot", "3"}, `--slot 3: the semaphore "jobs" of 3 permits has slots 0 to 2`},
+		{[]string{"--permits", "3", "--slot", "-1"}, `--slot -1: the semaphore "jobs" of 3 permits has slots 0 to 2`},
+		{[]string{"--permits", "0", "--slot", "0"}, "--permits 0: a semaphore has from 1 to"},
+	} {
+		args := append(append([]string{"release", "--force", "--yes"}, tc.args...), nodes, "jobs")
+		expect(t, run(t, args...), exitUsage, tc.want, "redlock release --help")
+	}
+	expect(t, run(t, "release", "--permits", "3", "--slot", "0", nodes, "jobs"), exitUsage, "only with --force")
+	expect(t, run(t, "release", "--force", "--permits", "3", "--slot", "0", nodes, "jobs"), exitUsage,
+		`cannot ask before removing the permit in slot 0 of the semaphore "jobs"`, "--yes")
+	expect(t, run(t, "release", "--force", "--yes", nodes, redlock.PermitKey("jobs", 0)), exitUsage,
+		"is a permit of a semaphore", "--permits N --slot I")
+	expect(t, run(t, "inspect", "--permits", "3", nodes, "jobs"), 0, `semaphore "jobs": 3 of 3 permits held (slots 0, 1, 2); 0 free`)
+
+	// A run that waits for a permit: every slot is held for minutes.
+	wdir := t.TempDir()
+	w := start(t, wdir, nil, "run", "--no-quarantine", "--permits", "3", "--wait", "60s", nodes, "jobs", "--",
+		"sh", "-c", `echo "slot=$REDLOCK_SLOT fence=$REDLOCK_FENCE"`)
+	waitFor(t, 30*time.Second, "the waiting run to say why it waits", func() bool {
+		return strings.Contains(w.stderr.String(), `all 3 permits are held by others`) || w.exited()
+	})
+	if w.exited() {
+		t.Fatalf("the run ended while every permit was held:\n%s", w.wait())
+	}
+
+	r := run(t, "release", "--force", "--yes", "--permits", "3", "--slot", strconv.Itoa(a.slot), "--json", nodes, "jobs")
+	expect(t, r, 0)
+	rep := parseRelease(t, r)
+	if rep.Key != "jobs" || rep.Permits != 3 || rep.Slot == nil || *rep.Slot != a.slot || !rep.Released ||
+		rep.Removed < 2 || rep.Confirmed != 3 || rep.FenceFloor < a.fence {
+		t.Fatalf("release --permits --json: unexpected report:\n%s", r)
+	}
+	removedA := 0
+	for _, n := range rep.Nodes {
+		if n.Removed && n.Holder == a.id && n.Owner == a.owner && n.TTLMillis > 0 {
+			removedA++
+		}
+	}
+	if removedA < 2 {
+		t.Fatalf("release --permits --json: the holder's key was not removed from a quorum:\n%s", r)
+	}
+
+	// Only the release can have let the waiting run in: the permit it
+	// freed had minutes to go.
+	rw := w.wait()
+	// The library sends a force release's script with a second try, and a
+	// second run on a node deletes whatever holds the slot then: rarely, the
+	// waiting run's new grant, and the run loses its permit after its
+	// command ran (76). It got in all the same.
+	if rw.code == exitLockLost {
+		t.Logf("the waiting run lost its permit after its command ran:\n%s\nrelease:\n%s", rw, r)
+	} else {
+		expect(t, rw, 0)
+	}
+	expect(t, rw, rw.code, fmt.Sprintf("slot=%d fence=", a.slot))
+	_, after, _ := strings.Cut(rw.stdout, "fence=")
+	next, err := strconv.ParseInt(strings.TrimSpace(after), 10, 64)
+	// The floor is read back after the release, when the waiting run may
+	// already hold the slot: it is not always below the run's fence.
+	if err != nil || next <= a.fence {
+		t.Fatalf("the next holder's fence %q is not above the removed holder's %d:\n%s", after, a.fence, rw)
+	}
+
+	// The text report, for another slot; then nothing left there.
+	expect(t, run(t, "release", "--force", "-y", "--permits", "3", "--slot", strconv.Itoa(b.slot), nodes, "jobs"), 0,
+		fmt.Sprintf(`slot %d of the semaphore "jobs": REMOVED the keys of `, b.slot), b.id, "ops-b",
+		"the permit can be taken again", "fence floor: ", "extends the permit")
+	expect(t, run(t, "release", "--force", "-y", "--permits", "3", "--slot", strconv.Itoa(b.slot), nodes, "jobs"), 0,
+		fmt.Sprintf(`slot %d of the semaphore "jobs": nothing to remove`, b.slot))
+	expect(t, run(t, "inspect", "--permits", "3", nodes, "jobs"), 0,
+		fmt.Sprintf(`semaphore "jobs": 1 of 3 permits held (slot %d); 2 free`, hs[2].slot))
+
+	// The holders whose permits were removed are not stopped by it; the
+	// third releases its own.
+	a.stop(t)
+	b.stop(t)
+	expect(t, hs[2].stop(t), 0)
+
+	// Too few nodes: nothing is released.
+	for _, s := range srv[:2] {
+		s.MustDo(t, "SET", redlock.PermitKey("jobs", 1), "crashed-token batch 7", "PX", "3600000")
+	}
+	if err := srv[1].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, "release", "--force", "-y", "--json", "--permits", "3", "--slot", "1", nodes, "jobs")
+	expect(t, r, exitUnavailable, `the permit in slot 1 of the semaphore "jobs" was not released: only 1 of 3 nodes confirmed`)
+	if rep := parseRelease(t, r); rep.Released || rep.Confirmed != 1 || rep.Slot == nil || *rep.Slot != 1 {
+		t.Fatalf("release --permits --json with two nodes down: unexpected report:\n%s", r)
+	}
+}
+
+// On a terminal, release --force --permits --slot shows the slot and
+// frees it only when the answer is yes.
+func TestReleasePermitAsks(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.Config{})
+	nodes := nodesFlag(srv)
+	key := redlock.PermitKey("asks", 1)
+	srv.MustDo(t, "SET", key, "hung-token cron on db-2", "PX", "3600000")
+
+	keyboard, tty := openTerminal(t)
+	if _, err := keyboard.WriteString("n\n"); err != nil {
+		t.Fatal(err)
+	}
+	r := startWith(t, t.TempDir(), tty, nil, "release", "--force", "--permits", "2", "--slot", "1", nodes, "asks").wait()
+	expect(t, r, exitFailure, `slot 1 of the semaphore "asks": HELD by `+tokenID("hung-token"), "cron on db-2",
+		`Remove the permit in slot 1 of the semaphore "asks" from every node, whatever holds it? [y/N]`, "not answered yes")
+	if v := srv.MustDo(t, "GET", key); v == nil {
+		t.Fatalf("answered no, and the permit was removed:\n%s", r)
+	}
+
+	keyboard, tty = openTerminal(t)
+	if _, err := keyboard.WriteString("y\n"); err != nil {
+		t.Fatal(err)
+	}
+	r = startWith(t, t.TempDir(), tty, nil, "release", "--force", "--permits", "2", "--slot", "1", nodes, "asks").wait()
+	expect(t, r, 0, "[y/N]", `slot 1 of the semaphore "asks": REMOVED the keys of `+tokenID("hung-token"))
+	if v := srv.MustDo(t, "GET", key); v != nil {
+		t.Fatalf("answered yes, and the permit is still there: %v\n%s", v, r)
+	}
+}
