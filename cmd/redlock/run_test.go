@@ -171,9 +171,17 @@ func TestRunLockLost(t *testing.T) {
 			key := "lost:" + strings.ReplaceAll(tc.name, " ", "-")
 			p := start(t, dir, nil, "run", "--no-quarantine", "--ttl", "1s", "--kill-grace", "300ms", nodesFlag(srv...), key, "--", "sh", "-c", tc.script)
 			waitFor(t, 30*time.Second, "the command to start", func() bool { return fileExists(filepath.Join(dir, "started")) || p.exited() })
-			for _, s := range srv[:3] {
-				s.MustDo(t, "DEL", key)
-			}
+			// run starts the command once a quorum has granted the lock:
+			// a grant still on its way to one of these three nodes would
+			// land after a single deletion and keep the lock on three of
+			// five. The deletions go on, on the same majority, until run
+			// exits.
+			waitFor(t, 30*time.Second, "run to exit after its key was deleted on a majority", func() bool {
+				for _, s := range srv[:3] {
+					s.MustDo(t, "DEL", key)
+				}
+				return p.exited()
+			})
 			r := p.wait()
 			expect(t, r, exitLockLost, tc.want...)
 			if b, err := os.ReadFile(filepath.Join(dir, "grandchild")); err == nil {
