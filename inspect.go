@@ -178,9 +178,16 @@ func (c *Client) views(r *round) []KeyView {
 // stopped, and it holds a lock that no longer excludes anyone. It learns
 // of the loss at its next Extend (or AutoExtend, which then ends its
 // Context), or when its validity ends; its writes are safe only where they
-// check the fence. And what is removed is whatever holds the key when the
-// deletion reaches a node, which may be an owner that obtained the lock
-// after the read.
+// check the fence.
+//
+// What is removed on a node is whatever holds the key when the deletion
+// reaches it, unless the key's grant there came with a fence above the
+// floor: an owner that obtained the lock after the deletion passed the
+// node is never removed, even if the deletion is sent again (a client
+// library retries a request whose answer it lost). An owner that obtained
+// the lock between the read and the deletion is removed where its fence
+// did not exceed the floor: on nodes whose clocks are behind the clock or
+// counter that set the floor.
 //
 // ForceRelease returns nil once a quorum of nodes has confirmed, so that
 // the lock can be obtained again; the views of the nodes that did not

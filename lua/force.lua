@@ -17,9 +17,20 @@
 -- raises the fence counter to the floor, so that the next owner's fence
 -- exceeds the removed owner's on every node, and fence-checking resources
 -- refuse the removed owner's late writes.
+--
+-- A key whose grant came after the counter was raised to the floor is
+-- left alone: its fence, and so the counter, exceeds the floor. That is a
+-- newer owner, which obtained the lock after this removal had passed the
+-- node; were the removal sent again (a client library retries a request
+-- whose answer it lost), deleting its key would take the lock from under
+-- it. Such a key is reported as not removed. Every key granted before the
+-- operator read the counters has a fence no greater than the floor, and is
+-- removed.
 local v = redis.call('GET', KEYS[1])
+local c = tonumber(redis.call('GET', KEYS[2]))
+local floor = tonumber(ARGV[1])
 local removed, id, owner, pttl, told = 0, '', '', 0, 0
-if v then
+if v and not (c and c > floor) then
 	pttl = redis.call('PTTL', KEYS[1])
 	redis.call('DEL', KEYS[1])
 	removed = 1
@@ -29,8 +40,7 @@ if v then
 		told = 0
 	end
 end
-local c = tonumber(redis.call('GET', KEYS[2]))
-if not c or c < tonumber(ARGV[1]) then
+if not c or c < floor then
 	local r = redis.pcall('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
 	if type(r) == 'table' and r.err and not string.find(r.err, '^%-?OOM') then
 		return redis.error_reply(r.err)

@@ -246,17 +246,11 @@ func TestReleasePermit(t *testing.T) {
 
 	// Only the release can have let the waiting run in: the permit it
 	// freed had minutes to go.
+	// It must keep its permit: a removal that reaches a node after the
+	// run's grant there (late, or sent again) leaves a grant whose fence
+	// exceeds the floor alone.
 	rw := w.wait()
-	// The library sends a force release's script with a second try, and a
-	// second run on a node deletes whatever holds the slot then: rarely, the
-	// waiting run's new grant, and the run loses its permit after its
-	// command ran (76). It got in all the same.
-	if rw.code == exitLockLost {
-		t.Logf("the waiting run lost its permit after its command ran:\n%s\nrelease:\n%s", rw, r)
-	} else {
-		expect(t, rw, 0)
-	}
-	expect(t, rw, rw.code, fmt.Sprintf("slot=%d fence=", a.slot))
+	expect(t, rw, 0, fmt.Sprintf("slot=%d fence=", a.slot))
 	_, after, _ := strings.Cut(rw.stdout, "fence=")
 	next, err := strconv.ParseInt(strings.TrimSpace(after), 10, 64)
 	// The floor is read back after the release, when the waiting run may

@@ -295,8 +295,17 @@ func scriptSteps(key string) []step {
 		// A lock of its own for the operator's scripts, so that key is
 		// left held by tok2.
 		acquireStep(key+":forced", "tok1", "60000", granted),
-		{script: "force", keys: []string{key + ":forced", redlock.FenceKey(key + ":forced")}, args: []string{"0", fenceTTL}, want: done},
+		// A grant whose fence exceeds the floor is newer than the
+		// operator's read of the counters: it is left alone.
+		forceStep(key+":forced", "0", absent),
+		inspectStep(key+":forced", granted),
+		forceStep(key+":forced", forceFloor, done),
 		inspectStep(key+":forced", absent),
+		// The removal sent again after a new grant: the grant's fence
+		// exceeds the floor the first removal wrote, and it stays.
+		acquireStep(key+":forced", "tok3", "60000", granted),
+		forceStep(key+":forced", forceFloor, absent),
+		inspectStep(key+":forced", granted),
 		// A lock on two keys, whose slots share a hash tag so that a
 		// cluster node takes them in one call.
 		allStep("acquire_all", key, "tok1", granted),
@@ -349,6 +358,14 @@ const fenceTTL = "600000" // ms
 
 func acquireStep(key, token, ttl string, want any) step {
 	return step{"acquire", []string{key, redlock.FenceKey(key), redlock.MarkerKey(key)}, []string{token, ttl, "0", fenceTTL}, want}
+}
+
+// forceFloor is a fence floor above every fence a node hands out from its
+// clock before the year 2255.
+const forceFloor = "9000000000000000"
+
+func forceStep(key, floor string, want any) step {
+	return step{"force", []string{key, redlock.FenceKey(key)}, []string{floor, fenceTTL}, want}
 }
 
 func releaseStep(key, token string, want any) step {
