@@ -191,6 +191,84 @@ func (c *cluster) settle(t *testing.T, key, token string) {
 	}
 }
 
+// A grant is a lock or a permit of a semaphore.
+type grant interface {
+	Token() string
+	Release(ctx context.Context) error
+}
+
+// onAll calls take until the grant it returns is on every one of servers,
+// under each of the keys that keys gives for it, and returns that grant.
+// A round ends as soon as a quorum has granted, and a node too slow to
+// answer within the node timeout may never see the grant; and on a loaded
+// machine a round can fail because too few nodes answered in time
+// (ErrNoQuorum), or took longer than the lock's validity (ErrExpired). The
+// tests that need the grant everywhere try again, up to three times,
+// after waiting for within; another error fails t.
+func onAll[G grant](t *testing.T, ctx context.Context, servers []*redistest.Server, within time.Duration, take func() (G, error), keys func(G) []string) G {
+	t.Helper()
+	cl := &cluster{servers: servers}
+	var failed []string // why the earlier tries failed
+	for try := 1; ; try++ {
+		g, err := take()
+		if err != nil {
+			if try == 3 || !errors.Is(err, redlock.ErrNoQuorum) && !errors.Is(err, redlock.ErrExpired) {
+				t.Fatalf("try %d of taking a grant on all %d nodes: %v (earlier tries: %q)", try, len(servers), err, failed)
+			}
+			// The failed round was cleaned up on every node.
+			failed = append(failed, err.Error())
+			continue
+		}
+		everywhere := func() bool {
+			for _, key := range keys(g) {
+				if cl.countValue(t, key, g.Token()) != len(servers) {
+					return false
+				}
+			}
+			return true
+		}
+		for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if everywhere() {
+				return g
+			}
+		}
+		var got []string
+		for _, key := range keys(g) {
+			got = append(got, fmt.Sprintf("%s: %q", key, cl.values(t, key)))
+		}
+		if try == 3 {
+			t.Fatalf("in 3 tries, the grant never reached all %d nodes: %v (earlier tries: %q)", len(servers), got, failed)
+		}
+		failed = append(failed, fmt.Sprintf("the grant reached %v", got))
+		g.Release(ctx) // or it expires
+		// The release returns on a quorum: the next try would find the
+		// last node still held.
+		for _, key := range keys(g) {
+			cl.settle(t, key, "")
+		}
+	}
+}
+
+// lockOnAll has c take key for ttl, with TryLock, until the grant is on
+// every one of servers, the nodes (or the masters of key's slot in the
+// clusters that are the nodes); see onAll. It waits a quarter of ttl for
+// each grant.
+func lockOnAll(t *testing.T, ctx context.Context, c *redlock.Client, key string, ttl time.Duration, servers []*redistest.Server) *redlock.Lock {
+	t.Helper()
+	return onAll(t, ctx, servers, ttl/4,
+		func() (*redlock.Lock, error) { return c.TryLock(ctx, key, ttl) },
+		func(l *redlock.Lock) []string { return l.Keys() })
+}
+
+// permitOnAll has sem grant a permit for ttl, with TryAcquire, until the
+// permit's slot holds it on every node of cl; see onAll.
+func (cl *cluster) permitOnAll(t *testing.T, ctx context.Context, sem *redlock.Semaphore, ttl time.Duration) *redlock.Permit {
+	t.Helper()
+	return onAll(t, ctx, cl.servers, ttl/4,
+		func() (*redlock.Permit, error) { return sem.TryAcquire(ctx, ttl) },
+		func(p *redlock.Permit) []string { return []string{redlock.PermitKey(sem.Key(), p.Slot())} })
+}
+
 // contend has one goroutine per client take the lock on key rounds times,
 // with Lock and ttl, and release it. Under the lock each reads a shared
 // counter, pauses, writes it back plus one, and calls during if it is not
@@ -241,18 +319,14 @@ func contend(t *testing.T, ctx context.Context, key string, ttl time.Duration, r
 }
 
 // held starts three servers and a client that holds the lock on a fresh
-// key for ttl, with the grant settled on all three.
+// key for ttl, with the grant on all three (see lockOnAll: the request to
+// the last node may have been cut off by the node timeout).
 func (s *suite) held(t *testing.T, ttl time.Duration) (*cluster, *redlock.Client, context.Context, string, *redlock.Lock) {
 	t.Helper()
 	cl := startCluster(t, 3, false)
 	c := s.client(t, cl.urls(), nil)
 	ctx, key := ctxT(t), keyFor(t)
-	l, err := c.TryLock(ctx, key, ttl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.settle(t, key, l.Token())
-	return cl, c, ctx, key, l
+	return cl, c, ctx, key, lockOnAll(t, ctx, c, key, ttl, cl.servers)
 }
 
 // awaitNoKey waits until key exists on no running server, and fails t if

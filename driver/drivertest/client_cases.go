@@ -101,7 +101,12 @@ func (s *suite) testScripts(t *testing.T) {
 // keys on every node at each step.
 func (s *suite) testLockRelease(t *testing.T, n int, unix bool) {
 	cl := startCluster(t, n, unix)
-	a, b := s.client(t, cl.urls(), nil), s.client(t, cl.urls(), nil)
+	// The grant must reach every node for b's round to find the key taken
+	// on each: a generous node timeout, so that a loaded machine does not
+	// cut off the request to the last node (the default for a 10s lock is
+	// 250ms).
+	opts := &redlock.Options{NodeTimeout: 2 * time.Second}
+	a, b := s.client(t, cl.urls(), opts), s.client(t, cl.urls(), opts)
 	ctx, key := ctxT(t), keyFor(t)
 	if a.Quorum() != n/2+1 {
 		t.Fatalf("Quorum() = %d, want %d", a.Quorum(), n/2+1)
@@ -138,7 +143,7 @@ func (s *suite) testLockRelease(t *testing.T, n int, unix bool) {
 	if err := l.Release(ctx); !errors.Is(err, redlock.ErrReleased) {
 		t.Fatalf("second Release: %v, want ErrReleased", err)
 	}
-	if err := l.Extend(ctx, time.Second); !errors.Is(err, redlock.ErrReleased) {
+	if err := l.Extend(ctx, 10*time.Second); !errors.Is(err, redlock.ErrReleased) {
 		t.Fatalf("Extend after Release: %v, want ErrReleased", err)
 	}
 	l2, err := b.TryLock(ctx, key, 10*time.Second)
@@ -218,12 +223,8 @@ func (s *suite) testTaken(t *testing.T) {
 	a := s.client(t, cl.urls(), nil)
 	b := s.client(t, cl.urls(), &redlock.Options{Tries: 3})
 	ctx, key := ctxT(t), keyFor(t)
-	l, err := a.TryLock(ctx, key, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.settle(t, key, l.Token())
-	_, err = b.Lock(ctx, key, 10*time.Second)
+	l := lockOnAll(t, ctx, a, key, 10*time.Second, cl.servers)
+	_, err := b.Lock(ctx, key, 10*time.Second)
 	oe := mustOpError(t, err, redlock.ErrTaken)
 	if oe.Rounds != 3 || oe.Op != "acquire" || oe.Key != key || oe.Quorum != 2 {
 		t.Fatalf("OpError %+v, want 3 rounds of acquire on %q with quorum 2", oe, key)
@@ -388,11 +389,11 @@ func (s *suite) testExpiredTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Until(old.Until()) + 150*time.Millisecond)
-	cur, err := c.TryLock(ctx, key, 10*time.Second)
-	if err != nil {
-		t.Fatalf("TryLock after the first lock expired: %v", err)
-	}
-	cl.settle(t, key, cur.Token())
+	// Another client takes the lock over, with TryLock, until its grant
+	// is on every node. A round returns on a quorum, and on a loaded
+	// machine the 50ms node timeout the first lock needs can cut off the
+	// request to the last node, whose grant then never comes.
+	cur := lockOnAll(t, ctx, s.client(t, cl.urls(), nil), key, 10*time.Second, cl.servers)
 	oe := mustOpError(t, old.Release(ctx), redlock.ErrExpired)
 	if got := outcomes(oe); got != "taken,taken,taken" {
 		t.Errorf("old holder's release saw %s, want taken on every node", got)
@@ -420,14 +421,10 @@ func (s *suite) testCancelWhileWaiting(t *testing.T) {
 	cl := startCluster(t, 3, false)
 	a, b := s.client(t, cl.urls(), nil), s.client(t, cl.urls(), nil)
 	key := keyFor(t)
-	l, err := a.TryLock(ctxT(t), key, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.settle(t, key, l.Token())
+	l := lockOnAll(t, ctxT(t), a, key, 10*time.Second, cl.servers)
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
-	_, err = b.Lock(ctx, key, 10*time.Second)
+	_, err := b.Lock(ctx, key, 10*time.Second)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Lock with an expiring context: %v, want DeadlineExceeded", err)
 	}

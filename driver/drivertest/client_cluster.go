@@ -42,7 +42,10 @@ var clusterKeys = []string{
 // a waiter must be woken by a release announced through the cluster.
 func (s *suite) testClusterNode(t *testing.T) {
 	cl := redistest.StartCluster(t, 3, redistest.Config{})
-	c := s.client(t, []string{cl.URL()}, nil)
+	// A generous node timeout: the first round learns the cluster's
+	// slots, which took longer than the default for a 10s lock, 250ms,
+	// on a loaded machine.
+	c := s.client(t, []string{cl.URL()}, &redlock.Options{NodeTimeout: 2 * time.Second})
 	ctx := ctxT(t)
 	keys := append([]string(nil), clusterKeys...)
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))

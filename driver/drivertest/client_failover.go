@@ -90,32 +90,6 @@ func (s *suite) testFailoverQuarantine(t *testing.T) {
 	lockAfterQuarantine(t, ctx, b, key, ttlB)
 }
 
-// lockOnAll has c take key for ttl, with TryLock, until the grant is on
-// every one of servers, the nodes (or the masters of key's slot in the
-// clusters that are the nodes). A round ends as soon as a quorum has
-// granted, and a node too slow to answer within the node timeout may never
-// see the grant; the tests that need the grant everywhere try again, up to
-// three times.
-func lockOnAll(t *testing.T, ctx context.Context, c *redlock.Client, key string, ttl time.Duration, servers []*redistest.Server) *redlock.Lock {
-	t.Helper()
-	cl := &cluster{servers: servers}
-	for try := 1; ; try++ {
-		l, err := c.TryLock(ctx, key, ttl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for deadline := time.Now().Add(ttl / 4); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if cl.countValue(t, key, l.Token()) == len(servers) {
-				return l
-			}
-		}
-		if try == 3 {
-			t.Fatalf("in 3 tries, the grant never reached all %d nodes: %q", len(servers), cl.values(t, key))
-		}
-		l.Release(ctx) // or it expires
-	}
-}
-
 // tryDuring has b and canary, two clients whose nodes lost the grant of
 // l, another owner's lock, try in turn to take key with TryLock and ttl,
 // until l's validity ends. b has quarantine on and must never obtain the

@@ -55,11 +55,7 @@ func (s *suite) testInspectStates(t *testing.T) {
 		}
 	}
 
-	l, err := c.TryLock(ctx, key, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.settle(t, key, l.Token())
+	l := lockOnAll(t, ctx, c, key, 10*time.Second, cl.servers)
 	ins = inspect(t, c, key)
 	if ins.State != redlock.KeyHeld || ins.Holder != l.ID() || ins.Owner != "inspector-test" || ins.Fence < l.Fence() {
 		t.Fatalf("a held key: %+v, want held by %s (inspector-test) with fence >= %d", ins, l.ID(), l.Fence())
@@ -112,11 +108,7 @@ func (s *suite) testInspectErrors(t *testing.T) {
 	cl := startCluster(t, 3, false)
 	c := s.client(t, cl.urls(), nil)
 	ctx, key := ctxT(t), keyFor(t)
-	l, err := c.TryLock(ctx, key, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.settle(t, key, l.Token())
+	l := lockOnAll(t, ctx, c, key, 10*time.Second, cl.servers)
 	cl.servers[0].MustDo(t, "DEL", key)
 	cl.servers[0].MustDo(t, "HSET", key, "f", "v")
 	if err := cl.servers[2].Kill(); err != nil {
@@ -149,11 +141,7 @@ func (s *suite) testForceRelease(t *testing.T) {
 	holder := s.client(t, cl.urls(), &redlock.Options{Owner: "stuck-worker"})
 	op := s.client(t, cl.urls(), &redlock.Options{Owner: "operator"})
 	ctx, key := ctxT(t), keyFor(t)
-	l, err := holder.TryLock(ctx, key, 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.settle(t, key, l.Token())
+	l := lockOnAll(t, ctx, holder, key, 30*time.Second, cl.servers)
 	// The holder's fence is the largest its nodes gave. One node loses
 	// its counter, as after its expiry: the floor that ForceRelease raises
 	// every counter to must still cover the removed owner's fence, from

@@ -45,10 +45,10 @@ func (s *suite) testLockAllKeys(t *testing.T) {
 	// may still be on its way, and would make that node refuse b.
 	cl.awaitNoKey(t, b, 5*time.Second)
 
-	l, err := c.TryLockAll(ctx, []string{d, a, b, a}, 10*time.Second)
-	if err != nil {
-		t.Fatalf("TryLockAll: %v", err)
-	}
+	// The lock is taken again until every node has it (see onAll).
+	l := onAll(t, ctx, cl.servers, 2500*time.Millisecond,
+		func() (*redlock.Lock, error) { return c.TryLockAll(ctx, []string{d, a, b, a}, 10*time.Second) },
+		(*redlock.Lock).Keys)
 	if got, want := l.Keys(), []string{a, b, d}; !slices.Equal(got, want) {
 		t.Errorf("Keys() = %q, want %q", got, want)
 	}
@@ -61,9 +61,6 @@ func (s *suite) testLockAllKeys(t *testing.T) {
 	// Each node drew one fence for all the keys and wrote it to each of
 	// their counters. (A node that answered after the quorum may have
 	// drawn a higher one than the lock's.)
-	for _, key := range l.Keys() {
-		cl.settle(t, key, l.Token())
-	}
 	for i, srv := range cl.servers {
 		fences := map[string]bool{}
 		for _, key := range l.Keys() {
@@ -100,11 +97,9 @@ func (s *suite) testLockAllKeys(t *testing.T) {
 
 	// A lock on several keys is lost when one of them is lost on a
 	// majority: Extend says so.
-	l, err = c.TryLockAll(ctx, []string{a, b}, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.settle(t, a, l.Token())
+	l = onAll(t, ctx, cl.servers, 2500*time.Millisecond,
+		func() (*redlock.Lock, error) { return c.TryLockAll(ctx, []string{a, b}, 10*time.Second) },
+		(*redlock.Lock).Keys)
 	for _, srv := range cl.servers[:2] {
 		srv.MustDo(t, "DEL", b)
 	}
@@ -125,12 +120,8 @@ func (s *suite) testLockAllOrNothing(t *testing.T) {
 	ctx, base := ctxT(t), keyFor(t)
 	a, b, d := base+":a", base+":b", base+":c"
 
-	lb, err := other.TryLock(ctx, b, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.settle(t, b, lb.Token())
-	_, err = c.TryLockAll(ctx, []string{a, b, d}, 10*time.Second)
+	lb := lockOnAll(t, ctx, other, b, 10*time.Second, cl.servers)
+	_, err := c.TryLockAll(ctx, []string{a, b, d}, 10*time.Second)
 	if !errors.Is(err, redlock.ErrTaken) {
 		t.Fatalf("TryLockAll with one key held elsewhere: %v, want ErrTaken", err)
 	}

@@ -34,15 +34,13 @@ func (s *suite) testSemaphorePermits(t *testing.T) {
 	var held []*redlock.Permit
 	slots := map[int]bool{}
 	for range 3 {
-		p, err := sem.TryAcquire(ctx, 10*time.Second)
-		if err != nil {
-			t.Fatalf("TryAcquire with a slot free: %v", err)
-		}
+		// TryAcquire with a slot free, until its slot holds the permit on
+		// every node (see onAll).
+		p := cl.permitOnAll(t, ctx, sem, 10*time.Second)
 		if p.Slot() < 0 || p.Slot() >= 3 || slots[p.Slot()] {
 			t.Fatalf("slot %d, with %v taken already", p.Slot(), slots)
 		}
 		slots[p.Slot()] = true
-		cl.settle(t, redlock.PermitKey(key, p.Slot()), p.Token())
 		held = append(held, p)
 	}
 	_, err := sem.TryAcquire(ctx, 10*time.Second)
@@ -179,7 +177,10 @@ func (s *suite) testSemaphoreWaiting(t *testing.T) {
 // other slot that a node granted the same round.
 func (s *suite) testSemaphoreSplit(t *testing.T) {
 	cl := startCluster(t, 3, false)
-	c := s.client(t, cl.urls(), nil)
+	// A generous node timeout: the test waits for every node's grant,
+	// node 0's above all, and on a loaded machine the default for a 10s
+	// permit, 250ms, cut off a request to node 0, whose grant never came.
+	c := s.client(t, cl.urls(), &redlock.Options{NodeTimeout: 2 * time.Second})
 	ctx, key := ctxT(t), keyFor(t)
 	sem := c.Semaphore(key, 2)
 	// Slot 0 is held on node 0 alone: node 0 grants slot 1 whatever slot
@@ -234,12 +235,8 @@ func (s *suite) testSemaphoreExtend(t *testing.T) {
 	cl := startCluster(t, 3, false)
 	c := s.client(t, cl.urls(), nil)
 	ctx, key := ctxT(t), keyFor(t)
-	p, err := c.Semaphore(key, 2).TryAcquire(ctx, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := cl.permitOnAll(t, ctx, c.Semaphore(key, 2), 2*time.Second)
 	slotKey := redlock.PermitKey(key, p.Slot())
-	cl.settle(t, slotKey, p.Token())
 	before := p.Until()
 	if err := p.Extend(ctx, time.Minute); err != nil {
 		t.Fatalf("Extend: %v", err)
