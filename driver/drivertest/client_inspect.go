@@ -74,6 +74,9 @@ func (s *suite) testInspectStates(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Release returns on a quorum; the third node's release may still be
+	// on its way.
+	cl.awaitNoKey(t, key, 5*time.Second) // TTL 10s
 
 	// Split: two owners on one node each, the third node empty.
 	cl.servers[0].MustDo(t, "SET", key, "tokenA ownerA", "PX", "10000")
@@ -183,6 +186,13 @@ func (s *suite) testForceRelease(t *testing.T) {
 	if err := next.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Release returns on a quorum: the last node's grant and release may
+	// still be on their way, and ForceRelease would find that node held.
+	// Close waits for them (the client stays usable); a grant that landed
+	// so late that its release was cut off by ReleaseTimeout expires with
+	// its TTL.
+	op.Close()
+	cl.settle(t, key, "")
 	// Nothing left: ForceRelease of a free key removes nothing.
 	views, err = op.ForceRelease(ctx, key)
 	if err != nil {
