@@ -3,6 +3,7 @@ package drivertest
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -149,9 +150,34 @@ func (s *suite) testElectionLoss(t *testing.T) {
 	cl := startCluster(t, 3, false)
 	ctx, key := ctxT(t), keyFor(t)
 	e := s.client(t, cl.urls(), nil).Election(key, 600*time.Millisecond)
-	l, err := e.Campaign(ctx, "doomed")
-	if err != nil {
-		t.Fatal(err)
+	// Campaign returns once a quorum has granted the lock and recorded
+	// the term. A grant still on its way to a node whose key the test
+	// deletes would land after the deletion and keep the leadership on a
+	// quorum. So the test waits until every node has recorded the term,
+	// which a node does only while its key holds the leader's token; a
+	// request cut off by the node timeout never lands, and then the
+	// candidate resigns and campaigns again, up to three times.
+	var l *redlock.Leadership
+	for try := 1; ; try++ {
+		lt, err := e.Campaign(ctx, "doomed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		record := lt.ID() + " " + strconv.FormatInt(lt.Term(), 10)
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if cl.countValue(t, redlock.TermKey(key), record) == len(cl.servers) {
+				l = lt
+				break
+			}
+		}
+		if l != nil {
+			break
+		}
+		if try == 3 {
+			t.Fatalf("in 3 campaigns, the term never reached all 3 nodes: the nodes hold %q and term records %q", cl.values(t, key), cl.values(t, redlock.TermKey(key)))
+		}
+		lt.Resign(ctx) // or it expires
+		cl.settle(t, key, "")
 	}
 	for _, srv := range cl.servers[:2] {
 		srv.MustDo(t, "DEL", key)
@@ -162,7 +188,7 @@ func (s *suite) testElectionLoss(t *testing.T) {
 			t.Errorf("the lost leadership's context: %v, want ErrLockLost", cause)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the leadership's context did not end after its lock was gone")
+		t.Fatalf("the leadership's context did not end after its lock was gone; the nodes hold %q", cl.values(t, key))
 	}
 	if _, err := e.Leader(ctx); !errors.Is(err, redlock.ErrNoLeader) {
 		t.Errorf("Leader() after the loss: %v, want ErrNoLeader", err)
