@@ -3,6 +3,7 @@ package drivertest
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -26,7 +27,10 @@ import (
 // replicated, before the links are cut: the promoted replicas have the
 // marker their masters wrote, with its replication ID.
 func (s *suite) testFailoverQuarantine(t *testing.T) {
-	const ttlA, ttlB = time.Second, 600 * time.Millisecond
+	// A's validity is the window in which the canary must get in: two
+	// masters are killed and their replicas promoted within it first,
+	// which took most of a 1s window on a loaded machine.
+	const ttlA, ttlB = 2 * time.Second, 600 * time.Millisecond
 	masters := redistest.StartN(t, 3, redistest.Config{})
 	links := make([]*redistest.Proxy, 3)
 	replicas := make([]*redistest.Server, 3)
@@ -36,28 +40,34 @@ func (s *suite) testFailoverQuarantine(t *testing.T) {
 	}
 	// Every process has run for longer than A's TTL, as processes in
 	// service would have: no node is young enough to be quarantined for
-	// its age. (uptime_in_seconds counts whole seconds.)
-	time.Sleep(2*ttlA + 100*time.Millisecond)
+	// its age. (uptime_in_seconds counts whole seconds, and a node takes
+	// its age to be a second less than it says.)
+	time.Sleep(ttlA + 1100*time.Millisecond)
 	opts := redlock.Options{NodeTimeout: 500 * time.Millisecond}
 	a := s.quarantineClient(t, redistest.URLs(masters), &opts)
 	ctx, key := ctxT(t), keyFor(t)
 
 	// The markers of the key's slot, and the TTL A uses, reach the
-	// replicas.
-	l, err := a.TryLock(ctx, key, ttlA)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// replicas. TryLock and Release return on a quorum: the test takes
+	// the lock until its grant, which writes the marker, is on the third
+	// master too, and waits for every master's release before it reads
+	// the masters' replication offsets. A replica would otherwise miss
+	// the marker, or keep this lock's key once its link is cut and be
+	// promoted holding it.
+	cl := &cluster{servers: masters}
+	l := lockOnAll(t, ctx, a, key, ttlA, masters)
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	cl.settle(t, key, "")
 	marker := redlock.MarkerKey(key)
 	for i, r := range replicas {
 		if err := r.CaughtUp(masters[i]); err != nil {
 			t.Fatal(err)
 		}
-		if got := r.MustDo(t, "HGET", marker, "maxttl"); got != "1000" {
-			t.Fatalf("replica %d: the marker's maxttl is %#v, want A's TTL, 1000", i, got)
+		want := strconv.FormatInt(ttlA.Milliseconds(), 10)
+		if got := r.MustDo(t, "HGET", marker, "maxttl"); got != want {
+			t.Fatalf("replica %d: the marker's maxttl is %#v, want A's TTL, %s", i, got, want)
 		}
 	}
 
@@ -75,7 +85,14 @@ func (s *suite) testFailoverQuarantine(t *testing.T) {
 		}
 		// The failover lost A's grant: the promoted replica is a threat.
 		if got := r.MustDo(t, "GET", key); got != nil {
-			t.Fatalf("promoted replica %d holds A's key (%#v): its link was not cut", i, got)
+			whose := "an unknown token"
+			switch got {
+			case la.Token():
+				whose = "A's token: its link was not cut"
+			case l.Token():
+				whose = "the token of the lock that wrote the markers, released before the link was cut"
+			}
+			t.Fatalf("promoted replica %d holds the key (%#v), %s", i, got, whose)
 		}
 	}
 
@@ -100,9 +117,10 @@ func (s *suite) testFailoverQuarantine(t *testing.T) {
 // least once while l is valid, or the scenario shows nothing.
 func tryDuring(t *testing.T, ctx context.Context, l *redlock.Lock, key string, ttl time.Duration, b, canary *redlock.Client, refusedBy string) {
 	t.Helper()
+	seen := map[string]int{} // how the rounds that failed ended, for the log
 	// try has c try once; it reports whether c obtained the lock while l
 	// was valid, and whether the round failed with the outcomes refusedBy.
-	try := func(c *redlock.Client) (double, refused bool) {
+	try := func(who string, c *redlock.Client) (double, refused bool) {
 		t.Helper()
 		lc, err := c.TryLock(ctx, key, ttl)
 		if err == nil {
@@ -113,7 +131,12 @@ func tryDuring(t *testing.T, ctx context.Context, l *redlock.Lock, key string, t
 			return double, false
 		}
 		var oe *redlock.OpError
-		if errors.As(err, &oe) && outcomes(oe) == refusedBy {
+		if !errors.As(err, &oe) {
+			seen[who+": "+err.Error()]++
+			return false, false
+		}
+		seen[who+": "+outcomes(oe)]++
+		if outcomes(oe) == refusedBy {
 			if !errors.Is(err, redlock.ErrNoQuorum) {
 				t.Fatalf("a round refused by quarantine: %v, want ErrNoQuorum", err)
 			}
@@ -124,10 +147,10 @@ func tryDuring(t *testing.T, ctx context.Context, l *redlock.Lock, key string, t
 	var tries, refused, doubles, canaryDoubles int
 	for time.Now().Before(l.Until()) {
 		tries++
-		if double, _ := try(canary); double {
+		if double, _ := try("canary", canary); double {
 			canaryDoubles++
 		}
-		double, r := try(b)
+		double, r := try("B", b)
 		if double {
 			doubles++
 		}
@@ -136,15 +159,15 @@ func tryDuring(t *testing.T, ctx context.Context, l *redlock.Lock, key string, t
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Logf("during A's validity, %d tries: B refused by quarantine %d times; the canary got in %d times", tries, refused, canaryDoubles)
+	t.Logf("during A's validity, %d tries: B refused by quarantine %d times; the canary got in %d times; the rounds that failed ended so: %v", tries, refused, canaryDoubles, seen)
 	if doubles > 0 {
 		t.Errorf("B obtained the lock %d times in %d tries while A held it", doubles, tries)
 	}
 	if refused == 0 {
-		t.Errorf("none of B's %d rounds was refused by quarantine (%s)", tries, refusedBy)
+		t.Errorf("none of B's %d rounds was refused by quarantine (%s); the log above says how the rounds that failed ended", tries, refusedBy)
 	}
 	if canaryDoubles == 0 {
-		t.Errorf("without quarantine, the canary never obtained the lock during A's validity in %d tries: the scenario shows nothing", tries)
+		t.Errorf("without quarantine, the canary never obtained the lock during A's validity in %d tries: the scenario shows nothing; the log above says how the rounds that failed ended", tries)
 	}
 	if t.Failed() {
 		t.FailNow()
