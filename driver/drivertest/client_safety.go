@@ -49,7 +49,11 @@ func (f *fenceLog) add(what string, l *redlock.Lock) {
 // and requires every fence to exceed the one before.
 func (s *suite) testFences(t *testing.T, n int) {
 	cl := startCluster(t, n, false)
-	opts := &redlock.Options{NodeTimeout: 50 * time.Millisecond}
+	// The 100ms locks need a short node timeout. A release is bounded by
+	// ReleaseTimeout instead, whose default of a second is a stall that a
+	// loaded machine can have while the clients reconnect to restarted
+	// nodes; what the test checks is the fences.
+	opts := &redlock.Options{NodeTimeout: 50 * time.Millisecond, ReleaseTimeout: 5 * time.Second}
 	a, b := s.client(t, cl.urls(), opts), s.client(t, cl.urls(), opts)
 	ctx, key := ctxT(t), keyFor(t)
 	fences := &fenceLog{t: t}
@@ -64,32 +68,32 @@ func (s *suite) testFences(t *testing.T, n int) {
 		fences.add(what, l)
 		return l
 	}
-	release := func(l *redlock.Lock) {
+	takeRelease := func(what string, c *redlock.Client, ttl time.Duration) {
 		t.Helper()
-		if err := l.Release(ctx); err != nil {
-			t.Fatalf("Release: %v", err)
+		if err := take(what, c, ttl).Release(ctx); err != nil {
+			t.Fatalf("%s: Release: %v", what, err)
 		}
 	}
 	for i, c := range []*redlock.Client{a, b, a, b, b, a} {
-		release(take(fmt.Sprintf("sequential holder %d", i), c, 10*time.Second))
+		takeRelease(fmt.Sprintf("sequential holder %d", i), c, 10*time.Second)
 	}
 	for i := range 3 {
 		l := take(fmt.Sprintf("holder %d that lets the lock expire", i), []*redlock.Client{a, b}[i%2], 100*time.Millisecond)
 		time.Sleep(time.Until(l.Until()) + 20*time.Millisecond)
 	}
 	time.Sleep(200 * time.Millisecond) // the last one's keys expire too
-	release(take("after expiries", a, 10*time.Second))
+	takeRelease("after expiries", a, 10*time.Second)
 	for _, srv := range cl.servers {
 		srv.MustDo(t, "FLUSHALL")
 	}
-	release(take("after FLUSHALL on every node", b, 10*time.Second))
+	takeRelease("after FLUSHALL on every node", b, 10*time.Second)
 	if err := cl.servers[0].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	if err := cl.servers[0].Restart(); err != nil {
 		t.Fatal(err)
 	}
-	release(take("after a node restart", a, 10*time.Second))
+	takeRelease("after a node restart", a, 10*time.Second)
 	for _, srv := range cl.servers {
 		if err := srv.Kill(); err != nil {
 			t.Fatal(err)
@@ -98,7 +102,7 @@ func (s *suite) testFences(t *testing.T, n int) {
 			t.Fatal(err)
 		}
 	}
-	release(take("after every node restarted", b, 10*time.Second))
+	takeRelease("after every node restarted", b, 10*time.Second)
 
 	// Contention: holders in turn record their fence while they hold the
 	// lock; mutual exclusion orders the records.
