@@ -1035,7 +1035,13 @@ func slowNode(r *run) {
 			for ctx.Err() == nil {
 				hl, err := cl.TryLock(ctx, "ft:lock", ttl)
 				if err != nil {
-					time.Sleep(5 * time.Millisecond)
+					// A random pause, as Lock's retries take: the
+					// calls of a round that split the four fast nodes
+					// between the contenders all end at the slow
+					// node's timeout, and contenders that tried again
+					// in step split them again (seen: no lock in the
+					// 2s of the short profile).
+					time.Sleep(time.Millisecond + rand.N(30*time.Millisecond))
 					continue
 				}
 				if cl.InFlight(4) == 0 {
