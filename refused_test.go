@@ -198,3 +198,41 @@ func TestBusyIsNotUnreachable(t *testing.T) {
 		t.Fatalf("%v: a busy node is not unreachable", err)
 	}
 }
+
+// lateContext is a context whose deadline has passed but whose timer has
+// not fired yet, as on a loaded machine: Err is nil and Done never closes.
+type lateContext struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c lateContext) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func TestLockStopsAtAPassedDeadline(t *testing.T) {
+	// Nodes that fail every request, as they do when a request's deadline
+	// has passed before it was sent. Lock past its context's deadline
+	// must end with the context's error, not run rounds whose failures
+	// would stand as the reason, and not wait for a timer that has not
+	// fired.
+	ns := []Node{refusingNode{"a", io.EOF}, refusingNode{"b", io.EOF}, refusingNode{"c", io.EOF}}
+	c, err := New(ns, &Options{DisableQuarantine: true, RetryDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := lateContext{Context: context.Background(), deadline: time.Now().Add(-time.Millisecond)}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Lock(ctx, "k", time.Second)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var oe *OpError
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &oe) || oe.Rounds != 0 || errors.Is(err, ErrNoQuorum) {
+			t.Fatalf("Lock past its deadline = %v, want context.DeadlineExceeded after no round", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lock past its deadline did not return: it waits for its context's timer")
+	}
+}

@@ -25,7 +25,11 @@ func (c *Client) lock(ctx context.Context, ks keyset, ttl time.Duration, wait bo
 	defer w.stop()
 	var last *OpError // the last completed round's failure
 	for round := 1; ; round++ {
-		if err := w.wait(ctx, round); err != nil {
+		err := w.wait(ctx, round)
+		if err == nil {
+			err = expired(ctx)
+		}
+		if err != nil {
 			e := &OpError{Op: "acquire", Key: key, Quorum: c.quorum, Rounds: round - 1, ctxErr: err}
 			if last != nil {
 				e.Nodes, e.Err = last.Nodes, last.Err
@@ -37,7 +41,7 @@ func (c *Client) lock(ctx context.Context, ks keyset, ttl time.Duration, wait bo
 			return l, round, nil
 		}
 		e.Rounds = round
-		if err := ctx.Err(); err != nil {
+		if err := expired(ctx); err != nil {
 			// The round was cut short: its reason is the context's.
 			e.ctxErr, e.Err = err, nil
 			if last != nil {
@@ -50,6 +54,22 @@ func (c *Client) lock(ctx context.Context, ks keyset, ttl time.Duration, wait bo
 		}
 		last = e
 	}
+}
+
+// expired returns ctx.Err(), or context.DeadlineExceeded once ctx's
+// deadline has passed though ctx is not done yet: the timer that ends a
+// context fires late on a loaded machine, and a round sent after the
+// deadline fails for want of time (its requests' deadlines have passed),
+// not for anything the nodes said, so it must not stand as the reason of
+// the wait's end.
+func expired(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // A waiter is the waiting of one Lock call between its rounds.
