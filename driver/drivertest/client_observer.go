@@ -88,7 +88,10 @@ func one[E redlock.Event](t *testing.T, events []seen, what string, match func(o
 func (s *suite) testObserver(t *testing.T) {
 	cl := startCluster(t, 3, false)
 	rec := &recorder{}
-	c := s.client(t, cl.urls(), &redlock.Options{Observer: rec, Tries: 2})
+	// A generous node timeout: the events are those of the first round,
+	// and settle below needs its grant on all three nodes, which a 250ms
+	// timeout can cut off on a loaded machine.
+	c := s.client(t, cl.urls(), &redlock.Options{Observer: rec, Tries: 2, NodeTimeout: 500 * time.Millisecond})
 	ctx, key := ctxT(t), keyFor(t)
 
 	l, err := c.TryLock(ctx, key, 10*time.Second)
@@ -219,7 +222,7 @@ func (s *suite) testObserver(t *testing.T) {
 
 	// A lock whose context is in use is lost at its deadline without
 	// anyone calling Extend; the event comes from the context's timer.
-	short, err := c.TryLock(ctx, key+":short", 100*time.Millisecond)
+	short, err := c.TryLock(ctx, key+":short", 600*time.Millisecond) // validity above the node timeout
 	if err != nil {
 		t.Fatal(err)
 	}
