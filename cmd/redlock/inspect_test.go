@@ -20,14 +20,14 @@ func tokenID(token string) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-// parseReport parses the output of inspect --json.
-func parseReport(t *testing.T, r result) statusReport {
+// parseJSON parses what a command printed with --json as a T.
+func parseJSON[T any](t *testing.T, r result) T {
 	t.Helper()
-	var rep statusReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("inspect --json: %v\n%s", err, r)
+	var v T
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		t.Fatalf("the --json output as a %T: %v\n%s", v, err, r)
 	}
-	return rep
+	return v
 }
 
 // Inspect of a free lock, of one held by 'redlock run --owner' (with a node
@@ -52,7 +52,7 @@ func TestInspect(t *testing.T) {
 	expect(t, r, 0, `lock "job": HELD by `+id+` ("nightly report") on `, "of 3 nodes (quorum 2)", "nightly report", "healthy")
 	r = run(t, "inspect", "--json", nodes, "job")
 	expect(t, r, 0)
-	rep := parseReport(t, r)
+	rep := parseJSON[statusReport](t, r)
 	if rep.State != "held" || rep.Holder != id || rep.Owner != "nightly report" || rep.HeldOn < 2 || rep.TTLMillis <= 0 ||
 		rep.Ends == nil || rep.Fence <= 0 || rep.Answered != 3 || rep.Quorum != 2 || len(rep.Nodes) != 3 {
 		t.Fatalf("inspect --json: unexpected report:\n%s", r)
@@ -77,7 +77,7 @@ func TestInspect(t *testing.T) {
 	expect(t, run(t, "inspect", "--no-quarantine", nodes, "job"), 0, `HELD by `+id, "of 3 nodes (quorum 2)", "unreachable")
 	r = run(t, "inspect", "--json", nodes, "job")
 	expect(t, r, 0)
-	if rep := parseReport(t, r); rep.State != "held" || rep.Answered != 2 || rep.Nodes[down].Answered || rep.Nodes[down].ReadError == "" {
+	if rep := parseJSON[statusReport](t, r); rep.State != "held" || rep.Answered != 2 || rep.Nodes[down].Answered || rep.Nodes[down].ReadError == "" {
 		t.Fatalf("inspect --json with a node down: unexpected report:\n%s", r)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
@@ -94,7 +94,7 @@ func TestInspect(t *testing.T) {
 	expect(t, r, 0, `lock "split": SPLIT: 1 of 3 nodes hold keys`, tokenID("some-token"), "ops test", "expire on their own")
 	r = run(t, "status", "--json", nodes, "split")
 	expect(t, r, 0)
-	if rep := parseReport(t, r); rep.State != "split" || rep.Holder != "" || !rep.Nodes[0].Held ||
+	if rep := parseJSON[statusReport](t, r); rep.State != "split" || rep.Holder != "" || !rep.Nodes[0].Held ||
 		rep.Nodes[0].Holder != tokenID("some-token") || rep.Nodes[0].Owner != "ops test" {
 		t.Fatalf("status --json of a split key: unexpected report:\n%s", r)
 	}
@@ -107,7 +107,7 @@ func TestInspect(t *testing.T) {
 	expect(t, run(t, "inspect", nodes, "hash"), exitConfig, `lock "hash": UNKNOWN: only 1 of 3 nodes answered`, "WRONGTYPE", "another type")
 	r = run(t, "inspect", "--json", nodes, "hash")
 	expect(t, r, exitConfig)
-	if rep := parseReport(t, r); rep.State != "unknown" || !strings.Contains(rep.Nodes[1].ReadError, "WRONGTYPE") {
+	if rep := parseJSON[statusReport](t, r); rep.State != "unknown" || !strings.Contains(rep.Nodes[1].ReadError, "WRONGTYPE") {
 		t.Fatalf("inspect --json of a key of another type: unexpected report:\n%s", r)
 	}
 }

@@ -7,7 +7,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,16 +84,6 @@ func (h *opsHolder) stop(t *testing.T) result {
 	return h.p.wait()
 }
 
-// parseSemaphore parses the output of inspect --permits --json.
-func parseSemaphore(t *testing.T, r result) semaphoreReport {
-	t.Helper()
-	var rep semaphoreReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("inspect --permits --json: %v\n%s", err, r)
-	}
-	return rep
-}
-
 // Inspect --permits of a semaphore with 2 of its 3 permits held by
 // 'redlock run --permits': the verdict, each held slot's holder and owner,
 // the free slot, as text and JSON; then refusals on one slot and too few
@@ -131,7 +120,7 @@ func TestInspectPermits(t *testing.T) {
 
 	r = run(t, "inspect", "--permits", "3", "--json", nodes, "pool")
 	expect(t, r, 0)
-	rep := parseSemaphore(t, r)
+	rep := parseJSON[semaphoreReport](t, r)
 	if rep.Key != "pool" || rep.Permits != 3 || rep.Held != 2 || rep.Free != 1 || len(rep.Slots) != 3 {
 		t.Fatalf("inspect --permits --json: unexpected report:\n%s", r)
 	}
@@ -163,7 +152,7 @@ func TestInspectPermits(t *testing.T) {
 		`semaphore "wt": 0 of 2 permits held; 1 free; 1 unknown (slot 1)`, "slot 1: UNKNOWN", "WRONGTYPE", "slot 0: FREE")
 	r = run(t, "inspect", "--permits", "2", "--json", nodes, "wt")
 	expect(t, r, exitConfig)
-	if rep := parseSemaphore(t, r); rep.Held != 0 || rep.Free != 1 || rep.Slots[0].State != "free" || rep.Slots[1].State != "unknown" {
+	if rep := parseJSON[semaphoreReport](t, r); rep.Held != 0 || rep.Free != 1 || rep.Slots[0].State != "free" || rep.Slots[1].State != "unknown" {
 		t.Fatalf("inspect --permits --json of a slot of another type: unexpected report:\n%s", r)
 	}
 
@@ -229,7 +218,7 @@ func TestReleasePermit(t *testing.T) {
 
 	r := run(t, "release", "--force", "--yes", "--permits", "3", "--slot", strconv.Itoa(a.slot), "--json", nodes, "jobs")
 	expect(t, r, 0)
-	rep := parseRelease(t, r)
+	rep := parseJSON[releaseReport](t, r)
 	if rep.Key != "jobs" || rep.Permits != 3 || rep.Slot == nil || *rep.Slot != a.slot || !rep.Released ||
 		rep.Removed < 2 || rep.Confirmed != 3 || rep.FenceFloor < a.fence {
 		t.Fatalf("release --permits --json: unexpected report:\n%s", r)
@@ -286,7 +275,7 @@ func TestReleasePermit(t *testing.T) {
 	}
 	r = run(t, "release", "--force", "-y", "--json", "--permits", "3", "--slot", "1", nodes, "jobs")
 	expect(t, r, exitUnavailable, `the permit in slot 1 of the semaphore "jobs" was not released: only 1 of 3 nodes confirmed`)
-	if rep := parseRelease(t, r); rep.Released || rep.Confirmed != 1 || rep.Slot == nil || *rep.Slot != 1 {
+	if rep := parseJSON[releaseReport](t, r); rep.Released || rep.Confirmed != 1 || rep.Slot == nil || *rep.Slot != 1 {
 		t.Fatalf("release --permits --json with two nodes down: unexpected report:\n%s", r)
 	}
 }

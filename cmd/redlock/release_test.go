@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,16 +10,6 @@ import (
 
 	"github.com/quorumlock/redlock/redistest"
 )
-
-// parseRelease parses the output of release --json.
-func parseRelease(t *testing.T, r result) releaseReport {
-	t.Helper()
-	var rep releaseReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("release --json: %v\n%s", err, r)
-	}
-	return rep
-}
 
 // release --force removes a lock that a 'redlock run' holds: the run
 // learns of the loss and stops its command, and the next holder's fence is
@@ -48,7 +37,7 @@ func TestReleaseForce(t *testing.T) {
 
 	r := run(t, "release", "--force", "--yes", "--json", nodes, "job")
 	expect(t, r, 0)
-	rep := parseRelease(t, r)
+	rep := parseJSON[releaseReport](t, r)
 	if !rep.Released || rep.Removed < 2 || rep.Confirmed != 3 || rep.FenceFloor < fence {
 		t.Fatalf("release --json: unexpected report:\n%s", r)
 	}
@@ -96,7 +85,7 @@ func TestReleaseForce(t *testing.T) {
 	}
 	r = run(t, "release", "--force", "-y", "--json", nodes, "crashed")
 	expect(t, r, exitUnavailable, "not released")
-	if rep := parseRelease(t, r); rep.Released || rep.Confirmed != 1 {
+	if rep := parseJSON[releaseReport](t, r); rep.Released || rep.Confirmed != 1 {
 		t.Fatalf("release --json with two nodes down: unexpected report:\n%s", r)
 	}
 }
