@@ -149,6 +149,32 @@ func anyOf(cls []*Client) func() *Client {
 	return func() *Client { return cls[rand.N(len(cls))] }
 }
 
+// obtainInTurn has each of cls, on a goroutine of its own, obtain
+// something with obtain, given at most a TTL, hold it with holdAndRelease
+// and start again, until ctx ends; obtain is told the client's index in
+// cls and how many tries it made before. It returns a function that waits
+// for the clients to stop.
+func obtainInTurn(ctx context.Context, cls []*Client, ttl time.Duration, obtain func(ctx context.Context, cl *Client, i, try int) (*Held, error)) (wait func()) {
+	var wg sync.WaitGroup
+	for i, cl := range cls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for try := 0; ctx.Err() == nil; try++ {
+				octx, stop := context.WithTimeout(ctx, ttl)
+				hl, err := obtain(octx, cl, i, try)
+				stop()
+				if err != nil {
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				holdAndRelease(hl, ttl)
+			}
+		}()
+	}
+	return wg.Wait
+}
+
 // holdAndRelease is what a holder of a lock or a permit does in the
 // scenarios under faults: it works up to a third of the TTL, maybe (30%)
 // extends and works again, and releases, or (10%) lets its hold expire.
@@ -182,25 +208,11 @@ func semaphoreUnderFaults(r *run) {
 	cls := r.clients(4, true, redlock.Options{ReleaseTimeout: 200 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), pick(4*time.Second, 30*time.Second))
 	defer cancel()
-	var wg sync.WaitGroup
-	for _, cl := range cls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				actx, stop := context.WithTimeout(ctx, ttl)
-				hl, err := cl.Acquire(actx, semKey, n, ttl)
-				stop()
-				if err != nil {
-					time.Sleep(5 * time.Millisecond)
-					continue
-				}
-				holdAndRelease(hl, ttl)
-			}
-		}()
-	}
+	wait := obtainInTurn(ctx, cls, ttl, func(ctx context.Context, cl *Client, _, _ int) (*Held, error) {
+		return cl.Acquire(ctx, semKey, n, ttl)
+	})
 	kinds := faultsInTurn(r, ctx, ttl, []string{"acquire_permit", "extend", "release_permit"}, anyOf(cls))
-	wg.Wait()
+	wait()
 	ops := r.ops(succeeded)
 	slots := make(map[int]int)
 	for _, op := range ops {
@@ -284,32 +296,15 @@ func lockAllUnderFaults(r *run) {
 	ctx, cancel := context.WithTimeout(context.Background(), pick(4*time.Second, 30*time.Second))
 	defer cancel()
 	sets := [][]string{{"ft:a", "ft:b"}, {"ft:b", "ft:c"}, {"ft:a", "ft:c"}, {"ft:a", "ft:b", "ft:c"}, {"ft:b"}}
-	var wg sync.WaitGroup
-	for i, cl := range cls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := i; ctx.Err() == nil; k++ {
-				set := sets[k%len(sets)]
-				actx, stop := context.WithTimeout(ctx, ttl)
-				var hl *Held
-				var err error
-				if len(set) == 1 {
-					hl, err = cl.Lock(actx, set[0], ttl)
-				} else {
-					hl, err = cl.LockAll(actx, set, ttl)
-				}
-				stop()
-				if err != nil {
-					time.Sleep(5 * time.Millisecond)
-					continue
-				}
-				holdAndRelease(hl, ttl)
-			}
-		}()
-	}
+	wait := obtainInTurn(ctx, cls, ttl, func(ctx context.Context, cl *Client, i, try int) (*Held, error) {
+		set := sets[(i+try)%len(sets)]
+		if len(set) == 1 {
+			return cl.Lock(ctx, set[0], ttl)
+		}
+		return cl.LockAll(ctx, set, ttl)
+	})
 	kinds := faultsInTurn(r, ctx, ttl, []string{"acquire_all", "extend_all", "release_all"}, anyOf(cls))
-	wg.Wait()
+	wait()
 	bySet := make(map[string]int)
 	for _, op := range r.ops(succeeded) {
 		bySet[op.Key]++
