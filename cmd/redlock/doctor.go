@@ -175,28 +175,25 @@ func runDoctor(ctx context.Context, w io.Writer, nf *nodeFlags, df *reportFlags)
 	defer ns.close()
 
 	rep := &doctorReport{Quorum: c.Quorum(), Nodes: make([]nodeReport, len(ns.nodes))}
-	var states []redlock.NodeState
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		states = c.Probe(ctx)
-	}()
-	for i := range ns.nodes {
-		n := &rep.Nodes[i]
-		n.Node, n.URL = ns.names[i], shownURL(ns.urls[i])
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if cc, ok := ns.nodes[i].Client().(*redis.ClusterClient); ok {
-				examineCluster(ctx, cc, df.timeout, nf.noQuarantine, n)
-			} else {
-				examine(ctx, ns.cmds[i], df.timeout, nf.noQuarantine, n)
-			}
-			checkTLS(ctx, ns, i, df.timeout, n)
-		}()
-	}
-	wg.Wait()
+	states, _ := probeWhile(ctx, c, func() error {
+		var wg sync.WaitGroup
+		for i := range ns.nodes {
+			n := &rep.Nodes[i]
+			n.Node, n.URL = ns.names[i], shownURL(ns.urls[i])
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if cc, ok := ns.nodes[i].Client().(*redis.ClusterClient); ok {
+					examineCluster(ctx, cc, df.timeout, nf.noQuarantine, n)
+				} else {
+					examine(ctx, ns.cmds[i], df.timeout, nf.noQuarantine, n)
+				}
+				checkTLS(ctx, ns, i, df.timeout, n)
+			}()
+		}
+		wg.Wait()
+		return nil
+	})
 	for i := range rep.Nodes {
 		if n := &rep.Nodes[i]; n.Reachable && !n.hasCheck("access") {
 			checkClock(n, states[i])
