@@ -211,16 +211,15 @@ func testRefusals(t *testing.T, dial Dialer) {
 	noCA := good
 	noCA.CACert = ""
 	noCert := tlsfiles.Files{CACert: good.CACert}
-	var (
-		unknown  x509.UnknownAuthorityError
-		hostname x509.HostnameError
-		invalid  x509.CertificateInvalidError
-	)
+	// Each check has its own target for errors.As: the subtests run in
+	// parallel.
+	unknownAuthority := func(err error) bool {
+		var unknown x509.UnknownAuthorityError
+		return errors.As(err, &unknown)
+	}
 	for _, r := range []refusal{
-		{"NoCA", srv.URL(), tlsfiles.Options{Files: noCA},
-			func(err error) bool { return errors.As(err, &unknown) }, "an x509.UnknownAuthorityError"},
-		{"WrongCA", srv.URL(), tlsfiles.Options{Files: clientFiles(t, other, ca, Leaf{})},
-			func(err error) bool { return errors.As(err, &unknown) }, "an x509.UnknownAuthorityError"},
+		{"NoCA", srv.URL(), tlsfiles.Options{Files: noCA}, unknownAuthority, "an x509.UnknownAuthorityError"},
+		{"WrongCA", srv.URL(), tlsfiles.Options{Files: clientFiles(t, other, ca, Leaf{})}, unknownAuthority, "an x509.UnknownAuthorityError"},
 		{"NoClientCertificate", srv.URL(), tlsfiles.Options{Files: noCert},
 			alertIs(tlsfiles.AlertCertificateRequired), "the alert certificate required"},
 		{"UntrustedClientCertificate", srv.URL(), tlsfiles.Options{Files: clientFiles(t, ca, other, Leaf{})},
@@ -229,9 +228,12 @@ func testRefusals(t *testing.T, dial Dialer) {
 			NotBefore: time.Now().Add(-72 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})},
 			alertIs(tlsfiles.AlertCertificateExpired), "the alert certificate expired"},
 		{"WrongServerName", srv.URL(), tlsfiles.Options{Files: good, ServerName: "redis.example"},
-			func(err error) bool { return errors.As(err, &hostname) }, "an x509.HostnameError"},
+			func(err error) bool { var hostname x509.HostnameError; return errors.As(err, &hostname) }, "an x509.HostnameError"},
 		{"ExpiredServerCertificate", old.URL(), tlsfiles.Options{Files: good},
-			func(err error) bool { return errors.As(err, &invalid) && invalid.Reason == x509.Expired }, "an x509.CertificateInvalidError for Expired"},
+			func(err error) bool {
+				var invalid x509.CertificateInvalidError
+				return errors.As(err, &invalid) && invalid.Reason == x509.Expired
+			}, "an x509.CertificateInvalidError for Expired"},
 	} {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
