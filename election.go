@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"time"
+
+	"github.com/quorumlock/redlock/wire"
 )
 
 // An Election chooses one leader among the candidates that campaign on a
@@ -13,15 +14,16 @@ import (
 // election in the manner of etcd's concurrency.Election, on the Client's
 // nodes.
 //
-// Leadership is a lock on the key whose token carries the leader's value,
+// Leadership is a Lock on the key whose token carries the leader's value,
 // renewed in the background (Lock.AutoExtend) for as long as the process
 // runs, and lost, visibly, when a renewal cannot be made within its
-// validity: the leadership's Context ends. At most one candidate leads at
-// any moment, under the lock's assumptions (see the package
-// documentation). The term is the lock's fence: greater than every earlier
-// leader's term, under the assumptions of Lock.Fence, so a resource that
-// rejects writes with a term lower than the highest it has seen is safe
-// from a leader that lost its leadership without noticing.
+// validity: the Lock's Context ends, with a cause wrapping ErrLockLost.
+// Release resigns. At most one candidate leads at any moment, under the
+// lock's assumptions (see the package documentation). The leader's term
+// is the Lock's Fence: greater than every earlier leader's term, under the
+// assumptions of Lock.Fence, so a resource that rejects writes with a term
+// lower than the highest it has seen is safe from a leader that lost its
+// leadership without noticing.
 //
 // An Election is safe for concurrent use.
 type Election struct {
@@ -29,13 +31,6 @@ type Election struct {
 	key string
 	ttl time.Duration
 }
-
-// MaxValueLen is the longest value a candidate may campaign with, in
-// bytes.
-const MaxValueLen = MaxOwnerLen
-
-// leaderPrefix starts the channel on which a new leader is announced.
-const leaderPrefix = "redlock:leader:"
 
 // Election returns the election on key, whose leaders hold their
 // leadership for ttl at a time, renewing it before it runs out. It does
@@ -47,32 +42,30 @@ func (c *Client) Election(key string, ttl time.Duration) *Election {
 	return &Election{c: c, key: key, ttl: ttl}
 }
 
-// Key returns the election's key.
-func (e *Election) Key() string { return e.key }
-
 // Campaign waits until this candidate leads, or until ctx is done, and
-// returns its leadership. The value, at most MaxValueLen bytes of UTF-8
-// text such as an address, is what Leader and Observe tell others of the
-// leader.
+// returns its leadership: a Lock that renews itself until Release, whose
+// Fence is the leader's term. The value, at most MaxOwnerLen bytes of
+// UTF-8 text such as an address, is what Leader and Observe tell others of
+// the leader; an empty value stands for the Client's Options.Owner.
 //
 // Campaign waits as Lock does, woken when a leader resigns. Once it holds
 // the lock it records its term on the nodes; if a quorum does not confirm
 // that within the lock's validity, it gives the lock up and campaigns on.
 // The errors are those of Lock.
-func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, error) {
-	bad := checkKey(e.key)
+func (e *Election) Campaign(ctx context.Context, value string) (*Lock, error) {
+	bad := CheckKey(e.key)
 	if bad == nil {
 		bad = checkLabel("value", value)
 	}
-	ks := keyset{name: e.key, owner: value}
+	ks := keyset{Set: wire.Set{Name: e.key}, owner: value}
 	for {
-		l, err := e.c.obtainSet(ctx, ks, bad, e.ttl, true)
+		l, err := e.c.obtain(ctx, ks, bad, e.ttl, true)
 		if err != nil {
 			return nil, err
 		}
 		if e.c.publishTerm(ctx, l) {
 			l.AutoExtend(0)
-			return &Leadership{l: l, value: value}, nil
+			return l, nil
 		}
 		// The lock ends by its TTL if this release fails too.
 		_ = l.Release(ctx)
@@ -88,9 +81,7 @@ func (c *Client) publishTerm(ctx context.Context, l *Lock) bool {
 	}
 	l.op.Lock()
 	defer l.op.Unlock()
-	r := c.send(ctx, timeout, 1, electScript, decodeStatus,
-		[]string{l.ks.name, TermKey(l.ks.name)},
-		[]string{l.token, strconv.FormatInt(l.fence, 10), msString(c.fenceTTL(l.ttl))}, l.last)
+	r := c.send(ctx, timeout, 1, wire.Elect(l.ks.Name, l.token, l.fence, c.fenceTTL(l.ttl)), l.last)
 	// The lock's later rounds follow this one on each node, as they
 	// follow each other (see Lock.last).
 	l.last = r
@@ -99,43 +90,9 @@ func (c *Client) publishTerm(ctx context.Context, l *Lock) bool {
 		r.drain()
 	}
 	r.decide(ok)
-	c.report(ctx, "elect", l.ks.name, 1, r)
+	c.hooks.round(ctx, "elect", l.ks.Name, 1, r)
 	return ok && time.Now().Before(l.Until())
 }
-
-// A Leadership is a candidate's lead in an Election, as Campaign returns
-// it. It renews itself in the background until Resign, or until it is
-// lost.
-type Leadership struct {
-	l     *Lock
-	value string
-}
-
-// Term returns the leadership's term: greater than the term of every
-// earlier leader of the election (see Election).
-func (l *Leadership) Term() int64 { return l.l.Fence() }
-
-// Value returns the value the leader campaigned with.
-func (l *Leadership) Value() string { return l.value }
-
-// ID returns a short, stable identifier of the leadership, the one that
-// Leader reports in LeaderInfo.ID; see Lock.ID.
-func (l *Leadership) ID() string { return l.l.ID() }
-
-// Until returns when the leadership ends unless it is renewed; see
-// Lock.Until.
-func (l *Leadership) Until() time.Time { return l.l.Until() }
-
-// Context returns a context that is done when the leadership ends: when a
-// renewal finds that a quorum no longer holds it, when it runs out
-// without one, or on Resign. Its cause, from context.Cause, wraps
-// ErrLockLost when the leadership was lost and is ErrReleased after Resign.
-// Work done as leader should stop when the context is done.
-func (l *Leadership) Context() context.Context { return l.l.Context() }
-
-// Resign gives the leadership up, so that another candidate can lead at
-// once. It returns nil once a quorum confirmed; see Lock.Release.
-func (l *Leadership) Resign(ctx context.Context) error { return l.l.Release(ctx) }
 
 // LeaderInfo is what Leader and Observe tell of an election's leader.
 type LeaderInfo struct {
@@ -156,22 +113,21 @@ type LeaderInfo struct {
 // (Campaign has not returned), and one wrapping ErrNoQuorum when too few
 // nodes answered to tell.
 func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
-	if err := checkKey(e.key); err != nil {
+	if err := CheckKey(e.key); err != nil {
 		return LeaderInfo{}, &OpError{Op: "leader", Key: e.key, Err: err}
 	}
 	c := e.c
-	r := c.send(ctx, c.opts.ReleaseTimeout, 2, leaderScript, decodeLeader,
-		[]string{e.key, TermKey(e.key)}, nil, nil)
+	r := c.send(ctx, c.opts.ReleaseTimeout, 2, wire.Leader(e.key), nil)
 	r.drain()
 	r.decide(r.count(OK) >= c.quorum)
-	c.report(ctx, "leader", e.key, 1, r)
+	c.hooks.round(ctx, "leader", e.key, 1, r)
 	if r.count(OK) < c.quorum {
 		return LeaderInfo{}, &OpError{Op: "leader", Key: e.key, Quorum: c.quorum, Rounds: 1, Nodes: r.results, Err: ErrNoQuorum}
 	}
 	holding := map[string][]int{} // holder ID → the nodes that hold it
 	for i, res := range r.results {
-		if res.Outcome == OK && r.decoded[i].holder != "" {
-			id := r.decoded[i].holder
+		if res.Outcome == OK && r.decoded[i].Holder != "" {
+			id := r.decoded[i].Holder
 			holding[id] = append(holding[id], i)
 		}
 	}
@@ -183,9 +139,9 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 		ttls := make([]time.Duration, 0, len(nodes))
 		for _, i := range nodes {
 			d := r.decoded[i]
-			info.Value = d.owner
-			info.Term = max(info.Term, d.fence)
-			ttls = append(ttls, d.ttl)
+			info.Value = d.Owner
+			info.Term = max(info.Term, d.Fence)
+			ttls = append(ttls, d.TTL)
 		}
 		if info.Term == 0 {
 			break
@@ -214,7 +170,7 @@ func (e *Election) Observe(ctx context.Context) <-chan LeaderInfo {
 
 func (e *Election) observe(ctx context.Context, out chan LeaderInfo) {
 	defer close(out)
-	wake := e.c.subscribe(ctx, []string{releasedPrefix + e.key, leaderPrefix + e.key})
+	wake := e.c.subscribe(ctx, []string{wire.ReleasedChannel(e.key), wire.LeaderChannel(e.key)})
 	poll := max(e.ttl/4, 10*time.Millisecond)
 	if wake == nil {
 		// No node announces changes: poll often enough to see them.

@@ -13,10 +13,9 @@ import (
 // millisecond, and a few goroutines keep it busy. A slow node needs more,
 // as each batch waits a round trip of its latency: with too few, requests
 // wait in the queue behind slow batches and reach the node late, and a
-// clean-up whose round ends while it waits is never sent. Sixteen per
-// node keep the fault suite's latency-2-of-5 scenario (200ms to 2 of 5
-// nodes) from leaving keys behind under load; the price is smaller
-// batches when the machine is saturated (BENCHMARKS.md, W1 N=5 G=64).
+// clean-up whose round ends while it waits is never sent. Sixteen per node
+// are enough for nodes 200ms away under load; the price is smaller
+// batches when the machine is saturated.
 const (
 	laneWorkers  = 16              // goroutines per node sending batches at once
 	laneBatch    = 128             // most requests in one batch
@@ -83,9 +82,9 @@ func (q *request) dispatch() {
 // short of a refusal, and tries are left, and delivers the answer.
 func (q *request) run(node driver.Node) {
 	r := q.r
-	v, err := node.Eval(r.ctx, r.script, r.keys, r.args)
+	v, err := node.Eval(r.ctx, r.call.Script, r.call.Keys, r.call.Args)
 	for ; err != nil && q.tries > 1 && r.ctx.Err() == nil && !refused(err); q.tries-- {
-		v, err = node.Eval(r.ctx, r.script, r.keys, r.args)
+		v, err = node.Eval(r.ctx, r.call.Script, r.call.Keys, r.call.Args)
 		q.retry = true
 	}
 	r.deliver(q, v, err)
@@ -207,7 +206,7 @@ func (ln *lane) send(batch []*request, calls []driver.Call) []driver.Call {
 			continue
 		}
 		live = append(live, q)
-		calls = append(calls, driver.Call{Script: q.r.script, Keys: q.r.keys, Args: q.r.args})
+		calls = append(calls, driver.Call{Script: q.r.call.Script, Keys: q.r.call.Keys, Args: q.r.call.Args})
 		if d := q.r.deadline; base == nil || d.Before(deadline) {
 			deadline, base = d, q.r.ctx
 		}

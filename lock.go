@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/quorumlock/redlock/wire"
 )
 
-// A Lock is a held lock, as returned by Client.Lock and Client.TryLock.
+// A Lock is a held lock: what Client.Lock, Client.TryLock and
+// Client.LockAll return, and the one handle of everything else held on
+// the Client's nodes: a Semaphore's Permit embeds one, and an Election's
+// Campaign returns one for its leadership.
 //
 // A Lock is valid until its deadline (Until), measured on the client's
 // monotonic clock from the moment before the acquiring round sent its first
@@ -21,7 +26,7 @@ import (
 // run one at a time.
 type Lock struct {
 	c     *Client
-	ks    keyset // what the lock is on; ks.name is its key
+	ks    keyset // what the lock is on; ks.Name is its key
 	token string
 	ttl   time.Duration
 	fence int64
@@ -52,11 +57,11 @@ var errDeadline = fmt.Errorf("%w: its validity ended without an extension", ErrL
 
 // Key returns the lock's key. For a lock on several keys (LockAll) it
 // returns them, sorted, joined by commas.
-func (l *Lock) Key() string { return l.ks.name }
+func (l *Lock) Key() string { return l.ks.Name }
 
 // Keys returns the lock's keys, sorted: the one key of Lock and TryLock,
 // or those of LockAll without repeats.
-func (l *Lock) Keys() []string { return l.ks.keys() }
+func (l *Lock) Keys() []string { return l.ks.All() }
 
 // Token returns the value that marks this acquisition on the nodes: a
 // random token and, after a space, the owner's label (Options.Owner). It
@@ -64,8 +69,11 @@ func (l *Lock) Keys() []string { return l.ks.keys() }
 // instead.
 func (l *Lock) Token() string { return l.token }
 
-// TTL returns the time to live the lock was obtained with.
-func (l *Lock) TTL() time.Duration { return l.ttl }
+// ID returns a short name of the acquisition, the first 12 hex digits of
+// the SHA-1 of its token: what Inspect and ForceRelease show as the holder.
+// It identifies the acquisition in logs and tools without giving away the
+// token, which lets its bearer release the lock.
+func (l *Lock) ID() string { return wire.TokenID(l.token) }
 
 // Fence returns the lock's fencing token: a number greater than the fence
 // of every owner that held the lock before, as long as no node hands out
@@ -143,9 +151,7 @@ func (l *Lock) deadline() {
 
 // lostNow tells the Observer that the lock was lost.
 func (l *Lock) lostNow(ctx context.Context, cause error) {
-	if l.c.obs != nil {
-		l.c.obs.Observe(ctx, LostEvent{Key: l.ks.name, Fence: l.fence, Held: time.Since(l.start), Cause: cause})
-	}
+	l.c.hooks.lost(ctx, l.ks.Name, l.fence, l.start, cause)
 }
 
 // endLocked records why the lock ended and ends its context. The first
@@ -179,12 +185,12 @@ func (l *Lock) endLocked(cause error) {
 // Extend returns ErrReleased after Release, and an error wrapping
 // ErrInvalid for a bad ttl.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
-	ctx, ev := l.c.begin(ctx, "extend", l.ks.name)
+	ctx, ev := l.c.hooks.begin(ctx, "extend", l.ks.Name)
 	defer func() {
-		if err == nil && l.c.obs != nil {
+		if err == nil {
 			ev.Until = l.Until()
 		}
-		l.c.end(ctx, ev, err)
+		l.c.hooks.end(ctx, ev, err)
 	}()
 	if ev.TTL, err = l.c.checkTTL(ttl); err != nil {
 		return err
@@ -198,7 +204,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	l.mu.Lock()
 	until, released, lost := l.until, l.released, l.lost
 	l.mu.Unlock()
-	e := &OpError{Op: "extend", Key: l.ks.name, Quorum: l.c.quorum, Rounds: 1}
+	e := &OpError{Op: "extend", Key: l.ks.Name, Quorum: l.c.quorum, Rounds: 1}
 	switch {
 	case released:
 		return ErrReleased
@@ -211,7 +217,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		e.Err = ErrExpired
 		return e
 	}
-	r, extended := l.c.extendRound(ctx, l.last, l.ks, l.token, ttl, timeout)
+	r, extended := l.c.extendRound(ctx, l.last, l.ks.Extend(l.token, ttl), timeout)
 	l.last = r
 	ok := false
 	if extended {
@@ -223,7 +229,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		l.mu.Unlock()
 	}
 	r.decide(ok)
-	l.c.report(ctx, "extend", l.ks.name, 1, r)
+	l.c.hooks.round(ctx, "extend", l.ks.Name, 1, r)
 	if ok {
 		return nil
 	}
@@ -232,7 +238,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	case extended:
 		// A quorum extended the keys, but the lock had ended meanwhile.
 		e.Err = ErrExpired
-	case r.count(Taken)+r.count(Absent) > len(l.c.nodes)-l.c.quorum:
+	case r.lostQuorum():
 		e.Err = ErrLockLost
 		l.mu.Lock()
 		first := l.lost == nil
@@ -243,7 +249,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		}
 	case !time.Now().Before(until):
 		e.Err = ErrExpired
-	case r.count(Refused) > len(l.c.nodes)-l.c.quorum:
+	case r.refusedQuorum():
 		e.Err = ErrRefused
 	default:
 		e.Err = ErrNoQuorum
@@ -276,10 +282,10 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 //
 // A second Release returns ErrReleased.
 func (l *Lock) Release(ctx context.Context) (err error) {
-	ctx, ev := l.c.begin(ctx, "release", l.ks.name)
+	ctx, ev := l.c.hooks.begin(ctx, "release", l.ks.Name)
 	defer func() {
 		ev.Held = time.Since(l.start)
-		l.c.end(ctx, ev, err)
+		l.c.hooks.end(ctx, ev, err)
 	}()
 	return l.release(ctx)
 }
@@ -304,31 +310,31 @@ func (l *Lock) release(ctx context.Context) error {
 	// A release within the validity that a quorum confirms is all the
 	// caller needs to hear; one after the deadline, or one that finds the
 	// lock gone, is reported with every node's answer.
-	r := l.c.releaseRound(ctx, l.last, l.ks, l.token, l.fence, l.c.fenceTTL(l.ttl), expired)
+	r := l.c.releaseRound(ctx, l.last, l.ks.Release(l.token, l.fence, l.c.fenceTTL(l.ttl)), expired)
 	r.decide(r.count(OK) >= l.c.quorum)
-	l.c.report(ctx, "release", l.ks.name, 1, r)
+	l.c.hooks.round(ctx, "release", l.ks.Name, 1, r)
 	// A goroutine of this Client that waits for the key is woken at once.
 	// Otherwise, if the release woke waiters elsewhere, this Client holds
 	// back before it takes the key again, so that one of them gets its
 	// turn: when the slot it freed was the only free one. A semaphore with
 	// other slots free has room for both.
-	if local := l.c.wakeLocal(l.ks.name); !local && r.woke > 0 && r.full() {
-		l.c.noteHandoff(l.ks.name)
+	if local := l.c.wakeLocal(l.ks.Name); !local && r.woke > 0 && r.full() {
+		l.c.noteHandoff(l.ks.Name)
 	}
 	var reason error
 	switch {
 	case expired:
 		reason = ErrExpired
-	case r.count(Taken)+r.count(Absent) > len(l.c.nodes)-l.c.quorum:
+	case r.lostQuorum():
 		reason = ErrLockLost
 	case r.ok:
 		return nil
-	case r.count(Refused) > len(l.c.nodes)-l.c.quorum:
+	case r.refusedQuorum():
 		reason = ErrRefused
 	default:
 		reason = ErrNoQuorum
 	}
-	return &OpError{Op: "release", Key: l.ks.name, Quorum: l.c.quorum, Rounds: 1, Nodes: r.results, Err: reason}
+	return &OpError{Op: "release", Key: l.ks.Name, Quorum: l.c.quorum, Rounds: 1, Nodes: r.results, Err: reason}
 }
 
 // A watchdog extends a lock in the background.
@@ -379,7 +385,7 @@ func (l *Lock) keepAlive(w *watchdog, limit int) {
 		case errors.Is(err, ErrNoQuorum):
 			wait = min(l.c.retryDelay(), interval)
 		default:
-			l.c.log.Info("redlock: automatic extension stopped", "key", l.ks.name, "err", err)
+			l.c.log.Info("redlock: automatic extension stopped", "key", l.ks.Name, "err", err)
 			return
 		}
 	}

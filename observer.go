@@ -6,8 +6,8 @@ import (
 )
 
 // An Observer is told what a Client and its Locks do, for metrics, traces
-// and audit logs. Set one with Options.Observer; the otel module of this
-// repository provides one for OpenTelemetry.
+// and audit logs. Set one with Options.Observer; package
+// github.com/quorumlock/redlock/otelredlock provides one for OpenTelemetry.
 //
 // The Client calls an Observer synchronously, on the goroutine doing the
 // work, and from many goroutines at once. Its methods must be safe for
@@ -15,9 +15,9 @@ import (
 // Client or the Lock the event is about. Without an Observer the Client
 // does none of this work.
 type Observer interface {
-	// Start is called when Lock, TryLock, Extend or Release begins, with
-	// op "acquire", "extend" or "release" and the caller's context (for
-	// AutoExtend's extensions, a background context). The operation
+	// Start is called when an operation begins, with the operation's
+	// name (see OpEvent) and the caller's context (for AutoExtend's
+	// extensions, a background context). The operation
 	// goes on with the context Start returns: its requests to the nodes
 	// and its events get it, so a tracer can put its span there. It must
 	// be ctx itself or derived from it.
@@ -37,10 +37,13 @@ type Event interface{ event() }
 
 // A RoundEvent reports one round: one request sent to every node at once.
 // Lock makes a round per attempt, and one more to clean up each failed
-// attempt ("cleanup"); Extend and Release make one round each, and Probe
-// makes a "probe" round.
+// attempt ("cleanup"); Extend and Release make one round each; Campaign
+// makes an "elect" round once it holds the lock; Election.Leader makes a
+// "leader" round, Probe a "probe" round, Inspect an "inspect" round and
+// ForceRelease an "inspect" round that it does not report and a
+// "force-release" round.
 type RoundEvent struct {
-	Op       string        // "acquire", "cleanup", "extend", "release" or "probe"
+	Op       string        // as above
 	Key      string        // the lock's key; empty for "probe"
 	Round    int           // acquire and cleanup: the attempt of Lock, from 1; otherwise 1
 	Start    time.Time     // just before the first request was sent
@@ -54,9 +57,12 @@ type RoundEvent struct {
 	Nodes []NodeResult
 }
 
-// An OpEvent reports the end of Lock or TryLock (Op "acquire"), Extend
-// ("extend") or Release ("release"), including a call refused for a bad
-// key or TTL (Err wraps ErrInvalid).
+// An OpEvent reports the end of an operation: Lock, TryLock, LockAll,
+// TryLockAll, Semaphore.Acquire, Semaphore.TryAcquire and each lock
+// attempt of Election.Campaign (Op "acquire"), Extend ("extend"), Release
+// ("release"), Inspect and Semaphore.Inspect ("inspect", once per key
+// read) and ForceRelease ("force-release"), including a call refused for
+// a bad key or TTL (Err wraps ErrInvalid).
 type OpEvent struct {
 	Op       string
 	Key      string
@@ -96,11 +102,66 @@ func (OpEvent) event()    {}
 func (LostEvent) event()  {}
 func (NodeEvent) event()  {}
 
-// report tells the Observer of a round once it is decided.
-func (c *Client) report(ctx context.Context, op, key string, n int, r *round) {
-	if c.obs == nil {
-		return
-	}
-	c.obs.Observe(ctx, RoundEvent{Op: op, Key: key, Round: n, Start: r.start,
-		Duration: r.took, OK: r.ok, Quorum: c.quorum, Nodes: r.verdict})
+// hooks is how the Client tells its Observer what it does. Without an
+// Observer it is noHooks, whose methods do nothing, so that the Client
+// does none of the work of making events.
+type hooks interface {
+	// begin starts an operation: it returns the context the operation
+	// goes on with, and the OpEvent that end completes.
+	begin(ctx context.Context, op, key string) (context.Context, OpEvent)
+	// end reports the end of an operation that begin started.
+	end(ctx context.Context, ev OpEvent, err error)
+	// round reports a round once it is decided.
+	round(ctx context.Context, op, key string, n int, r *round)
+	// lost reports that the lock on key, with the given fence and
+	// obtained by a round that started at start, was lost.
+	lost(ctx context.Context, key string, fence int64, start time.Time, cause error)
+	// event reports any other event.
+	event(ctx context.Context, e Event)
 }
+
+// newHooks returns the hooks that tell obs, for a Client whose quorum is
+// quorum; noHooks if obs is nil.
+func newHooks(obs Observer, quorum int) hooks {
+	if obs == nil {
+		return noHooks{}
+	}
+	return observing{obs: obs, quorum: quorum}
+}
+
+type noHooks struct{}
+
+func (noHooks) begin(ctx context.Context, _, _ string) (context.Context, OpEvent) {
+	return ctx, OpEvent{}
+}
+func (noHooks) end(context.Context, OpEvent, error)                   {}
+func (noHooks) round(context.Context, string, string, int, *round)    {}
+func (noHooks) lost(context.Context, string, int64, time.Time, error) {}
+func (noHooks) event(context.Context, Event)                          {}
+
+// observing is the hooks of a Client with an Observer.
+type observing struct {
+	obs    Observer
+	quorum int
+}
+
+func (o observing) begin(ctx context.Context, op, key string) (context.Context, OpEvent) {
+	ev := OpEvent{Op: op, Key: key, Quorum: o.quorum, Start: time.Now()}
+	return o.obs.Start(ctx, op, key), ev
+}
+
+func (o observing) end(ctx context.Context, ev OpEvent, err error) {
+	ev.Duration, ev.Err = time.Since(ev.Start), err
+	o.obs.Observe(ctx, ev)
+}
+
+func (o observing) round(ctx context.Context, op, key string, n int, r *round) {
+	o.obs.Observe(ctx, RoundEvent{Op: op, Key: key, Round: n, Start: r.start,
+		Duration: r.took, OK: r.ok, Quorum: o.quorum, Nodes: r.verdict})
+}
+
+func (o observing) lost(ctx context.Context, key string, fence int64, start time.Time, cause error) {
+	o.obs.Observe(ctx, LostEvent{Key: key, Fence: fence, Held: time.Since(start), Cause: cause})
+}
+
+func (o observing) event(ctx context.Context, e Event) { o.obs.Observe(ctx, e) }

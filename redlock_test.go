@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // nameNode is a Node that only has a name. It serves the tests of argument
@@ -206,96 +207,6 @@ func TestTokens(t *testing.T) {
 	}
 }
 
-func TestDecode(t *testing.T) {
-	ms := time.Millisecond
-	for _, tc := range []struct {
-		v    any
-		want decoded
-	}{
-		{[]any{int64(1), int64(1795240000000000), int64(5000), int64(10000)},
-			decoded{outcome: OK, fence: 1795240000000000, age: 5000 * ms, maxTTL: 10000 * ms}},
-		{[]any{int64(0), int64(1500), int64(7), int64(9)}, decoded{outcome: Taken, ttl: 1500 * ms, age: 7 * ms, maxTTL: 9 * ms}},
-		{[]any{int64(0), int64(-1), int64(7), int64(9)}, decoded{outcome: Taken, age: 7 * ms, maxTTL: 9 * ms}},
-		{[]any{int64(-1), int64(300), int64(700), int64(1000)}, decoded{outcome: Quarantined, ttl: 300 * ms, age: 700 * ms, maxTTL: 1000 * ms}},
-	} {
-		if got := decodeAcquire(tc.v); got != tc.want {
-			t.Errorf("decodeAcquire(%#v) = %+v, want %+v", tc.v, got, tc.want)
-		}
-	}
-	for _, v := range []any{
-		[]any{int64(2), int64(0), int64(0), int64(0)},
-		[]any{int64(1), int64(0), int64(-5), int64(0)},
-		[]any{int64(1), int64(0)},
-		[]any{"1", "0", "0", "0"},
-		"OK", nil,
-	} {
-		if d := decodeAcquire(v); d.outcome != Failed || d.err == nil {
-			t.Errorf("decodeAcquire(%#v) = %+v, want Failed", v, d)
-		}
-	}
-	for v, want := range map[any]Outcome{int64(1): OK, int64(0): Absent, int64(-1): Taken, int64(2): Failed, "1": Failed} {
-		if d := decodeStatus(v); d.outcome != want || (want == Failed) != (d.err != nil) {
-			t.Errorf("decodeStatus(%#v) = %+v", v, d)
-		}
-	}
-	if d := decodeStatus(nil); d.outcome != Failed || d.err == nil {
-		t.Errorf("decodeStatus(nil) = %+v", d)
-	}
-	if d := decodeRelease([]any{int64(1), int64(3)}); d != (decoded{outcome: OK, woke: 3}) {
-		t.Errorf("decodeRelease = %+v", d)
-	}
-	for _, v := range []any{int64(1), []any{int64(2), int64(0)}, []any{int64(1), int64(-1)}, []any{int64(1)}} {
-		if d := decodeRelease(v); d.outcome != Failed || d.err == nil {
-			t.Errorf("decodeRelease(%#v) = %+v, want Failed", v, d)
-		}
-	}
-	if d := decodeProbe([]any{int64(1), int64(2), int64(3)}); d != (decoded{outcome: OK, age: ms, maxTTL: 2 * ms, clock: 3}) {
-		t.Errorf("decodeProbe = %+v", d)
-	}
-	if d := decodeProbe([]any{int64(-1), int64(2), int64(3)}); d.outcome != Failed {
-		t.Errorf("decodeProbe of a negative age = %+v", d)
-	}
-	held := []any{int64(1), "0123456789ab", "host:1", int64(1500), int64(77), int64(5000), int64(9000), "1795240000000000"}
-	want := decoded{outcome: OK, holder: "0123456789ab", owner: "host:1", ttl: 1500 * ms, fence: 77, age: 5000 * ms, maxTTL: 9000 * ms, clock: 1795240000000000}
-	if d := decodeInspect(held); d != want {
-		t.Errorf("decodeInspect = %+v, want %+v", d, want)
-	}
-	free := []any{int64(0), "", "", int64(0), int64(0), int64(-1), int64(0), "1"}
-	if d := decodeInspect(free); d != (decoded{outcome: OK, age: -1, clock: 1}) {
-		t.Errorf("decodeInspect of a free key without records = %+v", d)
-	}
-	if d := decodeForce([]any{int64(1), "0123456789ab", "", int64(20), int64(2)}); d != (decoded{outcome: OK, holder: "0123456789ab", ttl: 20 * ms, woke: 2}) {
-		t.Errorf("decodeForce = %+v", d)
-	}
-	for _, v := range []any{
-		held[:7],
-		append([]any{int64(2)}, held[1:]...),      // held is 0 or 1
-		append([]any{int64(1), ""}, held[2:]...),  // a held key has an ID
-		append(append([]any{}, held[:7]...), "x"), // the clock is a number
-		append([]any{int64(1), int64(5)}, held[2:]...),
-	} {
-		if d := decodeInspect(v); d.outcome != Failed || d.err == nil {
-			t.Errorf("decodeInspect(%#v) = %+v, want Failed", v, d)
-		}
-	}
-	for _, v := range []any{[]any{int64(1), "id", "", int64(20)}, []any{int64(1), "id", "", int64(20), int64(-1)}} {
-		if d := decodeForce(v); d.outcome != Failed || d.err == nil {
-			t.Errorf("decodeForce(%#v) = %+v, want Failed", v, d)
-		}
-	}
-}
-
-func TestTokenID(t *testing.T) {
-	// The first 12 hex digits of SHA-1("abc"), as redis.sha1hex gives them
-	// (the conformance tests compare the two on real servers).
-	if got := tokenID("abc owner with spaces"); got != "a9993e364706" {
-		t.Errorf("tokenID = %q", got)
-	}
-	if tokenID("abc") != tokenID("abc other") {
-		t.Error("the owner label changes the ID")
-	}
-}
-
 func TestOpError(t *testing.T) {
 	e := &OpError{Op: "acquire", Key: "k", Quorum: 2, Rounds: 3, Err: ErrTaken, Nodes: []NodeResult{
 		{Node: "n1", Outcome: OK, Latency: time.Millisecond},
@@ -332,14 +243,6 @@ func TestOpError(t *testing.T) {
 
 func fmtWrap(err error) error { return errors.Join(errors.New("context"), err) }
 
-func TestScripts(t *testing.T) {
-	for _, s := range Scripts() {
-		if len(s.SHA1()) != 40 || !strings.Contains(s.Source(), "-- "+s.Name()+".lua: ") {
-			t.Errorf("script %q: sha %q, source starts %q", s.Name(), s.SHA1(), s.Source()[:20])
-		}
-	}
-}
-
 func TestQuarantineFor(t *testing.T) {
 	c, _ := New(nodes("a"), nil)
 	if q := c.quarantineFor(0); q != 0 {
@@ -369,7 +272,7 @@ func TestRoundQuarantine(t *testing.T) {
 	// Three grants from nodes aged 1s, 5s and 10s: with a 4s bar only the
 	// first is demoted; when a later answer raises the bar to 6s, the
 	// second is demoted too and keeps what it is owed.
-	r := &round{results: make([]NodeResult, 3), decoded: []decoded{{age: time.Second}, {age: 5 * time.Second}, {age: 10 * time.Second}}}
+	r := &round{results: make([]NodeResult, 3), decoded: []wire.Reply{{Age: time.Second}, {Age: 5 * time.Second}, {Age: 10 * time.Second}}}
 	for i := range r.results {
 		r.results[i].Outcome = OK
 	}
@@ -466,9 +369,10 @@ func TestHandoff(t *testing.T) {
 // the given order, for tests of the decision rule alone.
 func syntheticRound(replies ...reply) *round {
 	r := &round{replies: make(chan reply, len(replies)), results: make([]NodeResult, 3),
-		decoded: make([]decoded, 3), pending: 3, decode: decodeAcquire, deadline: time.Now().Add(time.Minute)}
+		decoded: make([]wire.Reply, 3), pending: 3, call: wire.Set{Name: "k"}.Acquire("token", time.Second, 0, time.Minute),
+		deadline: time.Now().Add(time.Minute)}
 	for i := range r.decoded {
-		r.decoded[i].age = -1
+		r.decoded[i].Age = -1
 	}
 	for _, rep := range replies {
 		r.replies <- rep
@@ -534,10 +438,10 @@ var (
 func (n gatedNode) Name() string { return n.name }
 func (n gatedNode) Eval(ctx context.Context, s *driver.Script, _, _ []string) (any, error) {
 	v := releasedReply
-	if s == extendScript {
+	if s.Name() == "extend" {
 		v = int64(1)
 	}
-	if s == acquireScript {
+	if s.Name() == "acquire" {
 		if n.gate != nil {
 			select {
 			case <-n.gate:
@@ -646,5 +550,15 @@ func TestExtendFollowsEachNodesAcquire(t *testing.T) {
 	}
 	if len(s.log) != 12 {
 		t.Fatalf("the nodes saw %q, want four requests each", s.log)
+	}
+}
+
+// TestOutcomeOfStatus checks that the statuses of decoded replies have the
+// values of the Outcomes of the same names, as round.record converts them.
+func TestOutcomeOfStatus(t *testing.T) {
+	for s, o := range map[wire.Status]Outcome{wire.OK: OK, wire.Taken: Taken, wire.Absent: Absent, wire.Failed: Failed, wire.Quarantined: Quarantined} {
+		if Outcome(s) != o || Outcome(s).String() != o.String() {
+			t.Errorf("status %d is outcome %v, want %v", s, Outcome(s), o)
+		}
 	}
 }

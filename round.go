@@ -5,13 +5,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/wire"
 )
 
-// This file is the Redlock algorithm: one round of an acquisition, in the
-// order of the steps on the Redis page "Distributed locks with Redis", the
-// rounds that extend and release a lock, and the fan-out and quorum
-// counting that every round shares.
+// This file is what every round shares: the fan-out of one request to all
+// nodes at once, the counting of their answers, and the quorum rule; and
+// the rounds built on them that undo a failed acquisition, extend a lock
+// and release it. One acquisition round, step by step, is in acquire.go.
 //
 // A round sends one request to all nodes at once, so that it takes as long
 // as the slowest node it needs rather than the sum of all of them. The
@@ -19,73 +19,6 @@ import (
 // said yes, or so many nodes have said no that a quorum is out of reach;
 // the late answers are still collected before anything that depends on
 // them (the clean-up of a failed acquisition, or Release) is sent.
-
-// acquire makes acquisition round n for the lock on key: steps 1 to 5.
-func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n int) (*Lock, *OpError) {
-	key := ks.name
-	// Step 1: a fresh token, which carries the owner's label; t0 is read
-	// in send, just before the first request goes out.
-	owner := ks.owner
-	if owner == "" {
-		owner = c.opts.Owner
-	}
-	token := newToken(owner)
-	q := c.quarantineFor(ttl)
-
-	// Step 2: SET key token NX PX ttl on all nodes at once, each request
-	// bounded by the node timeout. The script also returns the node's fence
-	// and what the quarantine needs: its age and the largest TTL it knows.
-	heardAll := c.lastHeardAll()
-	script, keys, args := ks.acquireCall(token, ttl, q, c.fenceTTL(ttl))
-	decode := decodeAcquire
-	if ks.permits > 0 {
-		decode = decodePermit
-	}
-	r := c.send(ctx, c.nodeTimeout(ttl), 1, script, decode, keys, args, nil)
-	r.heardAll = heardAll
-
-	// Step 3: a quorum of grants from nodes out of quarantine, with
-	// validity left: ttl − elapsed − drift > 0. A semaphore's grants count
-	// for the slot they are of: the permit is the slot a quorum granted.
-	granted := r.collect(c.quorum, q)
-	until := validUntil(r.start, ttl, c.drift(ttl))
-	valid := granted && time.Now().Before(until)
-	r.decide(valid)
-
-	// Step 4: the lock is valid until t0 + ttl − drift, on the client's
-	// monotonic clock.
-	var l *Lock
-	var e *OpError
-	var clean *round
-	if valid {
-		_, slot := r.votes()
-		if ks.permits > 0 {
-			ks.slot = slot
-		}
-		l = &Lock{c: c, ks: ks, token: token, ttl: ttl, fence: r.fenceOf(slot),
-			start: r.start, until: until, last: r}
-	} else {
-		// Step 5: a failed round is undone on every node.
-		clean = c.cleanUp(ctx, ks, token, r)
-		e = &OpError{Op: "acquire", Key: key, Quorum: c.quorum, Rounds: 1, Nodes: r.results}
-		switch {
-		case granted:
-			e.Err = ErrExpired
-		case r.count(OK)+r.count(Taken) >= c.quorum:
-			e.Err = ErrTaken
-		case r.count(Refused) > len(c.nodes)-c.quorum:
-			e.Err = ErrRefused
-		default:
-			e.Err = ErrNoQuorum
-		}
-	}
-	c.report(ctx, "acquire", key, n, r)
-	if clean != nil {
-		c.report(ctx, "cleanup", key, n, clean)
-	}
-	c.heard(ctx, r, q)
-	return l, e
-}
 
 // validUntil returns when a lock stops being valid: ttl after the start of
 // the round that granted or extended it, less the drift allowance. At the
@@ -100,14 +33,14 @@ func validUntil(start time.Time, ttl, drift time.Duration) time.Time {
 // after its answer was lost. It first waits for the round's late answers,
 // so that no release overtakes its own acquisition, and it is not cut
 // short by the cancellation of ctx.
-func (c *Client) cleanUp(ctx context.Context, ks keyset, token string, acq *round) *round {
+func (c *Client) cleanUp(ctx context.Context, key string, acq *round) *round {
 	acq.drain()
-	r := c.releaseRound(ctx, nil, ks, token, acq.fence, c.fenceTTL(0), true)
+	r := c.releaseRound(ctx, nil, acq.call.Undo(acq.fence, c.fenceTTL(0)), true)
 	reached := r.count(OK) + r.count(Absent) + r.count(Taken)
 	r.decide(reached == len(c.nodes))
 	if reached < len(c.nodes) {
 		c.log.Warn("redlock: clean-up of a failed acquisition did not reach every node; the keys left expire with their TTL",
-			"key", ks.name, "nodes_failed", len(c.nodes)-reached, "results", r.results)
+			"key", key, "nodes_failed", len(c.nodes)-reached, "results", r.results)
 	}
 	return r
 }
@@ -119,9 +52,8 @@ func (c *Client) cleanUp(ctx context.Context, ks keyset, token string, acq *roun
 // node's request of prev, the lock's previous round: an extension that
 // overtook a slow grant would find no key, and the grant would then keep
 // its first TTL on that node.
-func (c *Client) extendRound(ctx context.Context, prev *round, ks keyset, token string, ttl, timeout time.Duration) (*round, bool) {
-	script, keys, args := ks.extendCall(token, ttl)
-	r := c.send(ctx, timeout, 1, script, decodeStatus, keys, args, prev)
+func (c *Client) extendRound(ctx context.Context, prev *round, call wire.Call, timeout time.Duration) (*round, bool) {
+	r := c.send(ctx, timeout, 1, call, prev)
 	if r.collect(c.quorum, 0) {
 		return r, true
 	}
@@ -145,13 +77,8 @@ func (c *Client) extendRound(ctx context.Context, prev *round, ks keyset, token 
 // quorum has confirmed, and the other requests go on in the background
 // (within the same bound), so that a hung node does not hold up every
 // Release.
-func (c *Client) releaseRound(ctx context.Context, prev *round, ks keyset, token string, fence int64, fenceTTL time.Duration, all bool) *round {
-	script, keys, args := ks.releaseCall(token, fence, fenceTTL)
-	decode := decodeRelease
-	if ks.permits > 0 {
-		decode = decodeReleasePermit
-	}
-	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, script, decode, keys, args, prev)
+func (c *Client) releaseRound(ctx context.Context, prev *round, call wire.Call, all bool) *round {
+	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, call, prev)
 	if all || !r.collect(c.quorum, 0) {
 		r.drain()
 	}
@@ -170,16 +97,14 @@ type round struct {
 	replies      chan reply      // buffered: senders never block
 	running      atomic.Int32    // requests that have not returned
 	cancel       func()          // ends ctx; called when every request has returned
-	decode       func(any) decoded
 
-	script     *driver.Script
-	keys, args []string
-	reqs       []request // each node's request, for the nodes' lanes
-	flying     *flight   // the client's requests in flight
-	c          *Client   // whose nodes the round is sent to
+	call   wire.Call // what is sent to every node
+	reqs   []request // each node's request, for the nodes' lanes
+	flying *flight   // the client's requests in flight
+	c      *Client   // whose nodes the round is sent to
 
 	results []NodeResult  // filled in as the answers are collected
-	decoded []decoded     // each node's decoded answer; age -1 until known
+	decoded []wire.Reply  // each node's decoded answer; Age -1 until known
 	pending int           // answers not collected yet
 	maxTTL  time.Duration // acquire, probe: the largest TTL any node reported
 	fence   int64         // acquire: the largest fence granted
@@ -205,10 +130,9 @@ type reply struct {
 	retried bool // an earlier try failed, and may have been applied
 }
 
-// send sends script to every node at once. The requests are cut off after
+// send sends call to every node at once. The requests are cut off after
 // timeout. A request that fails before then is sent again, up to tries
-// times in all; only idempotent scripts may be tried more than once. The
-// answers are decoded with decode.
+// times in all; only idempotent scripts may be tried more than once.
 //
 // With after, a round sent earlier to the same nodes, each node's request
 // waits until that node's request of after has returned, or, if a node
@@ -220,20 +144,17 @@ type reply struct {
 // goroutine that calls Eval. With a single node there is nothing to send
 // in parallel: the request is sent from the caller's goroutine, unless
 // the node's lane is busy and the request can join its next batch.
-func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, script *driver.Script, decode func(any) decoded, keys, args []string, after *round) *round {
+func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, call wire.Call, after *round) *round {
 	n := len(c.nodes)
 	r := &round{
 		start:   time.Now(),
 		replies: make(chan reply, n),
-		decode:  decode,
-		script:  script,
-		keys:    keys,
-		args:    args,
+		call:    call,
 		reqs:    make([]request, n),
 		results: make([]NodeResult, n),
-		decoded: make([]decoded, n),
+		decoded: make([]wire.Reply, n),
 		pending: n,
-		observe: c.obs != nil,
+		observe: c.opts.Observer != nil,
 		c:       c,
 	}
 	// All requests start together, so one deadline serves as the timeout
@@ -253,7 +174,7 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, scr
 	waiting := false // a request waits behind one of after
 	for i, node := range c.nodes {
 		r.results[i].Node = node.Name()
-		r.decoded[i].age = -1
+		r.decoded[i].Age = -1
 		q := &r.reqs[i]
 		q.r, q.node, q.tries = r, i, tries
 		if after != nil && after.reqs[i].then(q) {
@@ -348,9 +269,9 @@ func (r *round) votes() (best, slot int) {
 		if res.Outcome != OK {
 			continue
 		}
-		s, n := r.decoded[i].slot, 0
+		s, n := r.decoded[i].Slot, 0
 		for j := range r.results {
-			if r.results[j].Outcome == OK && r.decoded[j].slot == s {
+			if r.results[j].Outcome == OK && r.decoded[j].Slot == s {
 				n++
 			}
 		}
@@ -365,7 +286,7 @@ func (r *round) votes() (best, slot int) {
 func (r *round) fenceOf(slot int) int64 {
 	var f int64
 	for i, res := range r.results {
-		if res.Outcome == OK && r.decoded[i].slot == slot {
+		if res.Outcome == OK && r.decoded[i].Slot == slot {
 			f = max(f, res.Fence)
 		}
 	}
@@ -376,7 +297,7 @@ func (r *round) fenceOf(slot int) int64 {
 // horizon that may have started after the client last heard every node.
 func (r *round) leansOnUnheard(horizon time.Duration) bool {
 	for i, res := range r.results {
-		age := r.decoded[i].age
+		age := r.decoded[i].Age
 		if res.Outcome != OK || age >= horizon {
 			continue
 		}
@@ -394,7 +315,7 @@ func (r *round) leansOnUnheard(horizon time.Duration) bool {
 // quarantine turns the grants of nodes younger than q into Quarantined.
 func (r *round) quarantine(q time.Duration) {
 	for i := range r.results {
-		if res, age := &r.results[i], r.decoded[i].age; res.Outcome == OK && age < q {
+		if res, age := &r.results[i], r.decoded[i].Age; res.Outcome == OK && age < q {
 			res.Outcome, res.TTL = Quarantined, q-age
 		}
 	}
@@ -457,18 +378,18 @@ func (r *round) record(rep reply) {
 		}
 		return
 	}
-	d := r.decode(rep.val)
-	res.Outcome, res.TTL, res.Fence, res.Err = d.outcome, d.ttl, d.fence, d.err
+	d := r.call.Decode(rep.val)
+	res.Outcome, res.TTL, res.Fence, res.Err = Outcome(d.Status), d.TTL, d.Fence, d.Err
 	if rep.retried && res.Outcome == Absent {
 		// The failed try may have deleted the key itself.
 		res.Outcome = OK
 	}
-	if d.outcome != Failed {
+	if d.Status != wire.Failed {
 		r.decoded[rep.node] = d
 	}
-	r.maxTTL = max(r.maxTTL, d.maxTTL)
-	r.fence = max(r.fence, d.fence)
-	r.woke += d.woke
+	r.maxTTL = max(r.maxTTL, d.MaxTTL)
+	r.fence = max(r.fence, d.Fence)
+	r.woke += d.Woke
 }
 
 // full reports whether a release left at most one slot free, the one it
@@ -476,7 +397,7 @@ func (r *round) record(rep reply) {
 // its one slot; for a permit, whether the semaphore was full.
 func (r *round) full() bool {
 	for i, res := range r.results {
-		if res.Outcome == OK && r.decoded[i].free <= 1 {
+		if res.Outcome == OK && r.decoded[i].Free <= 1 {
 			return true
 		}
 	}
@@ -492,4 +413,49 @@ func (r *round) count(o Outcome) int {
 		}
 	}
 	return n
+}
+
+// acquireFailure returns why an acquisition round that was not valid
+// failed: the nodes granted but too late (ErrExpired); enough answered
+// but too many hold another token (ErrTaken); too many refused
+// (ErrRefused); too few answered, or sat out their quarantine
+// (ErrNoQuorum).
+func (r *round) acquireFailure(granted bool) error {
+	switch {
+	case granted:
+		return ErrExpired
+	case r.count(OK)+r.count(Taken) >= r.c.quorum:
+		return ErrTaken
+	case r.refusedQuorum():
+		return ErrRefused
+	}
+	return ErrNoQuorum
+}
+
+// refusedQuorum reports whether so many nodes refused the round that no
+// quorum could have agreed: more than N − quorum.
+func (r *round) refusedQuorum() bool {
+	return r.count(Refused) > len(r.results)-r.c.quorum
+}
+
+// lostQuorum reports whether so many nodes no longer hold the lock's
+// token (taken over, or absent) that no quorum holds it.
+func (r *round) lostQuorum() bool {
+	return r.count(Taken)+r.count(Absent) > len(r.results)-r.c.quorum
+}
+
+// expired returns ctx.Err(), or context.DeadlineExceeded once ctx's
+// deadline has passed though ctx is not done yet: the timer that ends a
+// context fires late on a loaded machine, and a round sent after the
+// deadline fails for want of time (its requests' deadlines have passed),
+// not for anything the nodes said, so it must not be sent, nor stand as
+// the reason of a wait's end.
+func expired(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }

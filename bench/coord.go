@@ -214,7 +214,7 @@ func (cd *candidate) warm(ctx context.Context, key string) error {
 		if _, err := cd.e.Leader(ctx); err != nil {
 			return err
 		}
-		if err := l.Resign(ctx); err != nil {
+		if err := l.Release(ctx); err != nil {
 			return err
 		}
 	}
@@ -246,7 +246,7 @@ func loopCandidate(ctx context.Context, cd *candidate, g *gstate, stop *atomic.B
 		t1 := wc.granted()
 
 		sh.hold(1)
-		sh.fence(0, l.Term())
+		sh.fence(0, l.Fence())
 		if at := sh.resignAt.Load(); at != 0 {
 			g.hand.record(time.Duration(now - at))
 			sh.handovers.Add(1)
@@ -261,7 +261,7 @@ func loopCandidate(ctx context.Context, cd *candidate, g *gstate, stop *atomic.B
 
 		t2 := time.Now()
 		g.held += t2.Sub(t1)
-		wc.released(t2, l.Resign(bg)) // resigned even when the run has stopped
+		wc.released(t2, l.Release(bg)) // resigned even when the run has stopped
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // The checker is tested on synthetic histories, written by hand: each must
@@ -379,7 +379,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 func permit(id int, client, token string, slot, ret, until int, fence int64) *Op {
 	op := holder(id, client, token, ret, until, fence)
 	op.Kind, op.Key, op.Permits, op.Slot = OpPermit, "s", 2, slot
-	op.Keys = []string{redlock.PermitKey("s", slot)}
+	op.Keys = []string{wire.PermitKey("s", slot)}
 	return op
 }
 
@@ -471,7 +471,7 @@ func TestCheckerPrimitives(t *testing.T) {
 		{"a permit's failed round left on another slot", func() *History {
 			f := failed(1, "a", 10, 20, "x1")
 			f.Kind, f.Key, f.Permits = OpPermit, "s", 2
-			f.Leftovers = batch(1, []string{redlock.PermitKey("s", 0), redlock.PermitKey("s", 1)},
+			f.Leftovers = batch(1, []string{wire.PermitKey("s", 0), wire.PermitKey("s", 1)},
 				[]NodeSample{empty(0, 21), empty(1, 21), empty(2, 21)},
 				[]NodeSample{empty(0, 21), holding(1, 21, "x1", 100), empty(2, 21)})
 			return history(3, f)

@@ -17,6 +17,7 @@ import (
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/goredisnode"
 	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -178,7 +179,7 @@ func (c *Cluster) loadScripts(i int) {
 
 func (c *Cluster) loadScriptsOn(i int, srv *redistest.Server) {
 	c.t.Helper()
-	for _, s := range redlock.Scripts() {
+	for _, s := range wire.Scripts() {
 		if _, err := srv.Do("SCRIPT", "LOAD", s.Source()); err != nil {
 			c.t.Fatalf("faulttest: loading the %s script on node %d (%s): %v", s.Name(), i, srv.Addr(), err)
 		}
@@ -801,7 +802,7 @@ func (cl *Client) InFlight(i int) int {
 // runs returns a proxy matcher for the commands that run the named script.
 func runs(name string) func(args []string) bool {
 	var sc *driver.Script
-	for _, s := range redlock.Scripts() {
+	for _, s := range wire.Scripts() {
 		if s.Name() == name {
 			sc = s
 		}
@@ -952,7 +953,7 @@ func (cl *Client) claim(start Mono, until time.Time) Mono {
 type Held struct {
 	L  *redlock.Lock
 	P  *redlock.Permit
-	E  *redlock.Leadership
+	E  *redlock.Lock
 	Op *Op
 	cl *Client
 	// name is what the client's events call it (redlock.OpEvent.Key): the
@@ -1027,7 +1028,7 @@ func (cl *Client) TryAcquire(ctx context.Context, key string, n int, ttl time.Du
 func permitOf(key string, n int, ttl time.Duration) acquisition {
 	a := acquisition{kind: OpPermit, key: key, permits: n, ttl: ttl}
 	for i := range n {
-		a.keys = append(a.keys, redlock.PermitKey(key, i))
+		a.keys = append(a.keys, wire.PermitKey(key, i))
 	}
 	return a
 }
@@ -1140,7 +1141,7 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 	default:
 		// A Leadership does not show its token: it is that of the call's
 		// last round, which won (rounds run in turn).
-		token, holder, fence, until = tokens[len(tokens)-1], hl.E.ID(), hl.E.Term(), hl.E.Until()
+		token, holder, fence, until = tokens[len(tokens)-1], hl.E.ID(), hl.E.Fence(), hl.E.Until()
 	}
 	var first Mono
 	if r := rounds[token]; r != nil {
@@ -1154,7 +1155,7 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 	op.Until = cl.claim(first, until)
 	if hl.P != nil {
 		op.Slot = hl.P.Slot()
-		op.Keys = []string{redlock.PermitKey(a.key, op.Slot)}
+		op.Keys = []string{wire.PermitKey(a.key, op.Slot)}
 	}
 	h.mu.Unlock()
 	hl.Probe()
@@ -1293,7 +1294,7 @@ func (hl *Held) Release(ctx context.Context) error {
 	case hl.P != nil:
 		err = hl.P.Release(ctx)
 	case hl.E != nil:
-		err = hl.E.Resign(ctx)
+		err = hl.E.Release(ctx)
 	default:
 		err = hl.L.Release(ctx)
 	}

@@ -156,7 +156,7 @@ const (
 	OpAll OpKind = "all"
 	// OpPermit is a permit of the semaphore on Op.Key with Op.Permits
 	// permits: Semaphore.Acquire or TryAcquire. Once obtained, Op.Keys
-	// holds the lock key of its slot (redlock.PermitKey).
+	// holds the lock key of its slot (wire.PermitKey).
 	OpPermit OpKind = "permit"
 	// OpLeader is a leadership of the election on Op.Key: Election.Campaign.
 	// Its term is Op.Fence.

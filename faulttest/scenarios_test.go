@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // scenarios is every fault scenario, in the order they run. SAFETY.md says
@@ -560,7 +561,7 @@ func latencyEatsValidity(r *run) {
 	fences := func() []string {
 		f := make([]string, r.c.N())
 		for i := range f {
-			v, _ := r.c.Server(i).Do("GET", redlock.FenceKey("ft:lock"))
+			v, _ := r.c.Server(i).Do("GET", wire.FenceKey("ft:lock"))
 			f[i], _ = v.(string)
 		}
 		return f
@@ -827,8 +828,9 @@ func fenceClockSkew(r *run) {
 // ends before the keys expire; above it, b gets in while a still holds.
 func clientDrift(r *run, factor float64) {
 	const ttl = time.Second
-	a := r.client("a", false, redlock.Options{})
-	a.Rate = 1 - factor*redlock.DefaultDriftFactor
+	const driftFactor = 0.01 // the default of Options.DriftFactor
+	a := r.client("a", false, redlock.Options{DriftFactor: driftFactor})
+	a.Rate = 1 - factor*driftFactor
 	b := r.client("b", false, redlock.Options{NodeTimeout: 30 * time.Millisecond})
 	ctx := context.Background()
 	var gaps []time.Duration

@@ -8,6 +8,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // The scenarios of this file: an operator's removal of a stalled holder's
@@ -122,7 +123,7 @@ func lockFencedAhead(r *run, cl *Client, key string, ttl, skew time.Duration) *H
 	r.Helper()
 	for range 10 {
 		hl := lockEverywhere(r, cl, ttl, nil)
-		counter, err := r.c.Server(0).Do("GET", redlock.FenceKey(key))
+		counter, err := r.c.Server(0).Do("GET", wire.FenceKey(key))
 		if err != nil {
 			r.Fatal(err)
 		}

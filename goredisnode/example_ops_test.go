@@ -205,10 +205,10 @@ func Example_election() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("leader:", leader.Value, "same term:", leader.Term == lead.Term())
+	fmt.Println("leader:", leader.Value, "same term:", leader.Term == lead.Fence())
 	// The leadership renews itself; work done as leader stops when
 	// lead.Context() is done.
-	if err := lead.Resign(ctx); err != nil {
+	if err := lead.Release(ctx); err != nil {
 		log.Fatal(err)
 	}
 	if _, err := election.Leader(ctx); errors.Is(err, redlock.ErrNoLeader) {

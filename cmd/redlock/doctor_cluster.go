@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -39,7 +39,7 @@ type replicaReport struct {
 }
 
 // A slotRecords is what a master holds in the lock client's records of
-// one hash slot (see redlock.MarkerKey): when the slot's records saw the
+// one hash slot (see wire.MarkerKey): when the slot's records saw the
 // process start or the promotion, the largest TTL used in the slot, and
 // the replication ID they last saw.
 type slotRecords struct {
@@ -356,7 +356,7 @@ func checkSlotRecords(ctx context.Context, mc *redis.Client, timeout time.Durati
 	var vals []any
 	var now time.Time
 	err := within(ctx, timeout, func(ctx context.Context) (err error) {
-		if vals, err = mc.HMGet(ctx, redlock.MarkerKey(rec.Key), "start", "maxttl", "replid").Result(); err != nil {
+		if vals, err = mc.HMGet(ctx, wire.MarkerKey(rec.Key), "start", "maxttl", "replid").Result(); err != nil {
 			return err
 		}
 		now, err = mc.Time(ctx).Result()

@@ -99,7 +99,7 @@ Exit status:
 	}
 	f := cmd.Flags()
 	rf.register(f, "leadership")
-	f.StringVar(&rf.owner, "value", "", fmt.Sprintf("what 'redlock leader' shows of this candidate when it leads, such as its address: at most %d bytes, no control characters (default: host:pid)", redlock.MaxValueLen))
+	f.StringVar(&rf.owner, "value", "", fmt.Sprintf("what 'redlock leader' shows of this candidate when it leads, such as its address: at most %d bytes, no control characters (default: host:pid)", redlock.MaxOwnerLen))
 	cmd.RegisterFlagCompletionFunc("value", noArgsCompletion)
 	return cmd
 }
@@ -126,24 +126,24 @@ func electionTarget(r *runner, c *redlock.Client) *target {
 			if err != nil {
 				return nil, nil, err
 			}
-			term := strconv.FormatInt(l.Term(), 10)
+			term := strconv.FormatInt(l.Fence(), 10)
 			return leadership{l}, []string{"REDLOCK_KEY=" + key, "REDLOCK_TERM=" + term, "REDLOCK_FENCE=" + term,
 				"REDLOCK_VALUE=" + value, "REDLOCK_LOCK_ID=" + l.ID()}, nil
 		},
 	}
 }
 
-// leadership is a redlock.Leadership as a holding.
-type leadership struct{ *redlock.Leadership }
+// leadership is a redlock.Lock as a holding.
+type leadership struct{ *redlock.Lock }
 
 // Fence returns the term, which is the fence of the election's lock.
-func (l leadership) Fence() int64 { return l.Term() }
+func (l leadership) Fence() int64 { return l.Fence() }
 
 // AutoExtend does nothing: a leadership renews itself.
 func (leadership) AutoExtend(int) {}
 
 // Release resigns.
-func (l leadership) Release(ctx context.Context) error { return l.Resign(ctx) }
+func (l leadership) Release(ctx context.Context) error { return l.Release(ctx) }
 
 // defaultValue returns "host:pid", as the lock client's default owner
 // label, for elect's --value.
@@ -159,7 +159,7 @@ func defaultValue() string {
 		return r
 	}, strings.ToValidUTF8(host, "?"))
 	pid := ":" + strconv.Itoa(os.Getpid())
-	for len(host)+len(pid) > redlock.MaxValueLen {
+	for len(host)+len(pid) > redlock.MaxOwnerLen {
 		_, n := utf8.DecodeLastRuneInString(host)
 		host = host[:len(host)-n]
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // opsHoldScript records the permit's slot, fence and holder ID in "held",
@@ -125,7 +126,7 @@ func TestInspectPermits(t *testing.T) {
 		t.Fatalf("inspect --permits --json: unexpected report:\n%s", r)
 	}
 	for i, s := range rep.Slots {
-		if s.Slot != i || s.Key != redlock.PermitKey("pool", i) || s.Quorum != 2 || s.Answered != 3 || len(s.Nodes) != 3 {
+		if s.Slot != i || s.Key != wire.PermitKey("pool", i) || s.Quorum != 2 || s.Answered != 3 || len(s.Nodes) != 3 {
 			t.Fatalf("inspect --permits --json: slot %d is not the slot's report:\n%s", i, r)
 		}
 	}
@@ -146,7 +147,7 @@ func TestInspectPermits(t *testing.T) {
 	// A slot holding another type of value on two nodes of three: that
 	// slot cannot be told, and the refusals set the exit status.
 	for _, s := range srv[:2] {
-		s.MustDo(t, "HSET", redlock.PermitKey("wt", 1), "f", "v")
+		s.MustDo(t, "HSET", wire.PermitKey("wt", 1), "f", "v")
 	}
 	expect(t, run(t, "inspect", "--permits", "2", nodes, "wt"), exitConfig,
 		`semaphore "wt": 0 of 2 permits held; 1 free; 1 unknown (slot 1)`, "slot 1: UNKNOWN", "WRONGTYPE", "slot 0: FREE")
@@ -161,8 +162,8 @@ func TestInspectPermits(t *testing.T) {
 		expect(t, run(t, "inspect", "--permits", n, nodes, "pool"), exitUsage,
 			fmt.Sprintf("--permits %s: a semaphore has from 1 to %d permits", n, redlock.MaxPermits))
 	}
-	expect(t, run(t, "inspect", nodes, redlock.PermitKey("pool", 0)), exitUsage, "is a permit of a semaphore", "--permits N")
-	expect(t, run(t, "inspect", "--permits", "2", nodes, redlock.PermitKey("pool", 0)), exitUsage, "reserved")
+	expect(t, run(t, "inspect", nodes, wire.PermitKey("pool", 0)), exitUsage, "is a permit of a semaphore", "--permits N")
+	expect(t, run(t, "inspect", "--permits", "2", nodes, wire.PermitKey("pool", 0)), exitUsage, "reserved")
 
 	// Two nodes of three down: no slot can be told.
 	for _, s := range srv[1:] {
@@ -201,7 +202,7 @@ func TestReleasePermit(t *testing.T) {
 	expect(t, run(t, "release", "--permits", "3", "--slot", "0", nodes, "jobs"), exitUsage, "only with --force")
 	expect(t, run(t, "release", "--force", "--permits", "3", "--slot", "0", nodes, "jobs"), exitUsage,
 		`cannot ask before removing the permit in slot 0 of the semaphore "jobs"`, "--yes")
-	expect(t, run(t, "release", "--force", "--yes", nodes, redlock.PermitKey("jobs", 0)), exitUsage,
+	expect(t, run(t, "release", "--force", "--yes", nodes, wire.PermitKey("jobs", 0)), exitUsage,
 		"is a permit of a semaphore", "--permits N --slot I")
 	expect(t, run(t, "inspect", "--permits", "3", nodes, "jobs"), 0, `semaphore "jobs": 3 of 3 permits held (slots 0, 1, 2); 0 free`)
 
@@ -265,7 +266,7 @@ func TestReleasePermit(t *testing.T) {
 
 	// Too few nodes: nothing is released.
 	for _, s := range srv[:2] {
-		s.MustDo(t, "SET", redlock.PermitKey("jobs", 1), "crashed-token batch 7", "PX", "3600000")
+		s.MustDo(t, "SET", wire.PermitKey("jobs", 1), "crashed-token batch 7", "PX", "3600000")
 	}
 	if err := srv[1].Kill(); err != nil {
 		t.Fatal(err)
@@ -286,7 +287,7 @@ func TestReleasePermitAsks(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.Config{})
 	nodes := nodesFlag(srv)
-	key := redlock.PermitKey("asks", 1)
+	key := wire.PermitKey("asks", 1)
 	srv.MustDo(t, "SET", key, "hung-token cron on db-2", "PX", "3600000")
 
 	keyboard, tty := openTerminal(t)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // holdScript records the permit's variables in "env", marks that it runs,
@@ -120,7 +120,7 @@ func TestRunPermitLost(t *testing.T) {
 	waitFor(t, 30*time.Second, "the command to start", func() bool { return fileExists(filepath.Join(dir, "started")) || p.exited() })
 	e := readPermitEnv(t, dir)
 	for _, s := range srv {
-		s.MustDo(t, "DEL", redlock.PermitKey("lost-sem", e.slot))
+		s.MustDo(t, "DEL", wire.PermitKey("lost-sem", e.slot))
 	}
 	r := p.wait()
 	expect(t, r, exitLockLost, `LOST a permit of the semaphore "lost-sem"`, "SIGTERM", "was stopped")

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // A Node is what an adapter's Dial returns: a [driver.Node] that Close
@@ -170,7 +170,7 @@ func BenchmarkEval[N Node](b *testing.B, a Adapter[N]) {
 }
 
 // Script returns the lock client's script with the given name ("acquire",
-// "release", "extend" or "probe"; see [redlock.Scripts]), and fails t if
+// "release", "extend" or "probe"; see [wire.Scripts]), and fails t if
 // there is none.
 func Script(t testing.TB, name string) *driver.Script {
 	t.Helper()
@@ -182,7 +182,7 @@ func Script(t testing.TB, name string) *driver.Script {
 }
 
 func script(name string) (*driver.Script, error) {
-	for _, s := range redlock.Scripts() {
+	for _, s := range wire.Scripts() {
 		if s.Name() == name {
 			return s, nil
 		}
@@ -205,7 +205,7 @@ func Runs(args []string, s *driver.Script) bool {
 	return false
 }
 
-// ExerciseScripts runs every script of [redlock.Scripts] on key through n,
+// ExerciseScripts runs every script of [wire.Scripts] on key through n,
 // as the lock client passes them, in a sequence that leaves key held by
 // the token "tok2", and fails t on the first unexpected reply. key must
 // not exist.
@@ -278,7 +278,7 @@ const (
 	foreign = int64(-1) // release or extend found the key held by another token
 )
 
-// scriptSteps exercises every script in redlock.Scripts on key.
+// scriptSteps exercises every script in wire.Scripts on key.
 func scriptSteps(key string) []step {
 	return []step{
 		acquireStep(key, "tok1", "60000", granted),
@@ -290,7 +290,7 @@ func scriptSteps(key string) []step {
 		releaseStep(key, "tok1", absent),
 		extendStep(key, "tok1", "1000", absent),
 		acquireStep(key, "tok2", "60000", granted),
-		{script: "probe", keys: []string{redlock.MarkerKey(key)}},
+		{script: "probe", keys: []string{wire.MarkerKey(key)}},
 		inspectStep(key, granted), // tok2 holds the key
 		// A lock of its own for the operator's scripts, so that key is
 		// left held by tok2.
@@ -316,8 +316,8 @@ func scriptSteps(key string) []step {
 		permitStep("acquire_permit", key, "tok1", granted), // a retried acquire finds its grant
 		permitStep("release_permit", key, "tok1", done),
 		acquireStep(key+":elect", "tok1", "60000", granted),
-		{script: "elect", keys: []string{key + ":elect", redlock.TermKey(key + ":elect")}, args: []string{"tok1", "7", fenceTTL}, want: done},
-		{script: "leader", keys: []string{key + ":elect", redlock.TermKey(key + ":elect")}, want: granted},
+		{script: "elect", keys: []string{key + ":elect", wire.TermKey(key + ":elect")}, args: []string{"tok1", "7", fenceTTL}, want: done},
+		{script: "leader", keys: []string{key + ":elect", wire.TermKey(key + ":elect")}, want: granted},
 	}
 }
 
@@ -325,10 +325,10 @@ func scriptSteps(key string) []step {
 // key, with token; the keys and arguments are spelt out as the lock client
 // passes them, for slot 0.
 func permitStep(script, key, token string, want any) step {
-	s0, s1 := redlock.PermitKey(key, 0), redlock.PermitKey(key, 1)
-	keys := []string{s0, s1, redlock.FenceKey(s0), redlock.FenceKey(s1)}
+	s0, s1 := wire.PermitKey(key, 0), wire.PermitKey(key, 1)
+	keys := []string{s0, s1, wire.FenceKey(s0), wire.FenceKey(s1)}
 	if script == "acquire_permit" {
-		return step{script, append(keys, redlock.MarkerKey(key)), []string{token, "60000", "0", fenceTTL, "2", "0"}, want}
+		return step{script, append(keys, wire.MarkerKey(key)), []string{token, "60000", "0", fenceTTL, "2", "0"}, want}
 	}
 	return step{script, keys, []string{token, "0", fenceTTL, "2", "0", key}, want}
 }
@@ -338,18 +338,18 @@ func permitStep(script, key, token string, want any) step {
 // as the lock client passes them, as for the steps above.
 func allStep(script, key, token string, want any) step {
 	k1, k2 := "{lockall}:"+key+":1", "{lockall}:"+key+":2"
-	marker := redlock.MarkerKey(k1)
+	marker := wire.MarkerKey(k1)
 	switch script {
 	case "acquire_all":
-		return step{script, []string{k1, k2, redlock.FenceKey(k1), redlock.FenceKey(k2), marker}, []string{token, "60000", "0", fenceTTL, "2"}, want}
+		return step{script, []string{k1, k2, wire.FenceKey(k1), wire.FenceKey(k2), marker}, []string{token, "60000", "0", fenceTTL, "2"}, want}
 	case "extend_all":
 		return step{script, []string{k1, k2, marker}, []string{token, "60000", "2"}, want}
 	}
-	return step{script, []string{k1, k2, redlock.FenceKey(k1), redlock.FenceKey(k2)}, []string{token, "0", fenceTTL, "2"}, want}
+	return step{script, []string{k1, k2, wire.FenceKey(k1), wire.FenceKey(k2)}, []string{token, "0", fenceTTL, "2"}, want}
 }
 
 func inspectStep(key string, want any) step {
-	return step{"inspect", []string{key, redlock.FenceKey(key), redlock.MarkerKey(key)}, nil, want}
+	return step{"inspect", []string{key, wire.FenceKey(key), wire.MarkerKey(key)}, nil, want}
 }
 
 // The arguments of the scripts (lua/*.lua) are spelt out here only, as the
@@ -357,7 +357,7 @@ func inspectStep(key string, want any) step {
 const fenceTTL = "600000" // ms
 
 func acquireStep(key, token, ttl string, want any) step {
-	return step{"acquire", []string{key, redlock.FenceKey(key), redlock.MarkerKey(key)}, []string{token, ttl, "0", fenceTTL}, want}
+	return step{"acquire", []string{key, wire.FenceKey(key), wire.MarkerKey(key)}, []string{token, ttl, "0", fenceTTL}, want}
 }
 
 // forceFloor is a fence floor above every fence a node hands out from its
@@ -365,15 +365,15 @@ func acquireStep(key, token, ttl string, want any) step {
 const forceFloor = "9000000000000000"
 
 func forceStep(key, floor string, want any) step {
-	return step{"force", []string{key, redlock.FenceKey(key)}, []string{floor, fenceTTL}, want}
+	return step{"force", []string{key, wire.FenceKey(key)}, []string{floor, fenceTTL}, want}
 }
 
 func releaseStep(key, token string, want any) step {
-	return step{"release", []string{key, redlock.FenceKey(key)}, []string{token, "0", fenceTTL}, want}
+	return step{"release", []string{key, wire.FenceKey(key)}, []string{token, "0", fenceTTL}, want}
 }
 
 func extendStep(key, token, ttl string, want any) step {
-	return step{"extend", []string{key, redlock.MarkerKey(key)}, []string{token, ttl}, want}
+	return step{"extend", []string{key, wire.MarkerKey(key)}, []string{token, ttl}, want}
 }
 
 // eval runs st on n and returns the reply.

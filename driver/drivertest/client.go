@@ -13,6 +13,7 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // TestClient checks the lock algorithm through the adapter whose Dial is
@@ -266,7 +267,7 @@ func (cl *cluster) permitOnAll(t *testing.T, ctx context.Context, sem *redlock.S
 	t.Helper()
 	return onAll(t, ctx, cl.servers, ttl/4,
 		func() (*redlock.Permit, error) { return sem.TryAcquire(ctx, ttl) },
-		func(p *redlock.Permit) []string { return []string{redlock.PermitKey(sem.Key(), p.Slot())} })
+		func(p *redlock.Permit) []string { return []string{wire.PermitKey(p.Key(), p.Slot())} })
 }
 
 // contend has one goroutine per client take the lock on key rounds times,

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // testElection: leader election with terms (Client.Election).
@@ -45,21 +47,21 @@ func (s *suite) testElectionTurns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Campaign: %v", err)
 	}
-	if a.Value() != "a:9000" || a.Term() <= 0 {
-		t.Errorf("leadership: value %q, term %d", a.Value(), a.Term())
+	if !strings.HasSuffix(a.Token(), " a:9000") || a.Fence() <= 0 {
+		t.Errorf("leadership: token %q, term %d", a.Token(), a.Fence())
 	}
 	info, err := watcher.Leader(ctx)
 	if err != nil {
 		t.Fatalf("Leader: %v", err)
 	}
-	if info.Value != "a:9000" || info.Term != a.Term() || info.ID != a.ID() || !info.Ends.After(time.Now()) {
-		t.Errorf("Leader() = %+v, want a:9000 with term %d", info, a.Term())
+	if info.Value != "a:9000" || info.Term != a.Fence() || info.ID != a.ID() || !info.Ends.After(time.Now()) {
+		t.Errorf("Leader() = %+v, want a:9000 with term %d", info, a.Fence())
 	}
-	if info := next(t, seen); info.Value != "a:9000" || info.Term != a.Term() {
-		t.Errorf("Observe after the campaign: %+v, want a:9000 with term %d", info, a.Term())
+	if info := next(t, seen); info.Value != "a:9000" || info.Term != a.Fence() {
+		t.Errorf("Observe after the campaign: %+v, want a:9000 with term %d", info, a.Fence())
 	}
 
-	got := make(chan *redlock.Leadership, 1)
+	got := make(chan *redlock.Lock, 1)
 	go func() {
 		b, err := eb.Campaign(ctx, "b:9000")
 		if err != nil {
@@ -73,10 +75,10 @@ func (s *suite) testElectionTurns(t *testing.T) {
 		t.Fatal("a second candidate leads while the first has not resigned")
 	default:
 	}
-	if err := a.Resign(ctx); err != nil {
+	if err := a.Release(ctx); err != nil {
 		t.Fatalf("Resign: %v", err)
 	}
-	var b *redlock.Leadership
+	var b *redlock.Lock
 	select {
 	case b = <-got:
 	case <-time.After(15 * time.Second):
@@ -85,15 +87,15 @@ func (s *suite) testElectionTurns(t *testing.T) {
 	if b == nil {
 		return
 	}
-	defer b.Resign(ctx)
-	if b.Term() <= a.Term() {
-		t.Errorf("the second leader's term %d is not above the first's %d", b.Term(), a.Term())
+	defer b.Release(ctx)
+	if b.Fence() <= a.Fence() {
+		t.Errorf("the second leader's term %d is not above the first's %d", b.Fence(), a.Fence())
 	}
 	if cause := context.Cause(a.Context()); !errors.Is(cause, redlock.ErrReleased) {
 		t.Errorf("the resigned leadership's context: %v, want ErrReleased", cause)
 	}
 	// Observe may report the moment without a leader in between.
-	for info := next(t, seen); info.Term != b.Term(); info = next(t, seen) {
+	for info := next(t, seen); info.Term != b.Fence(); info = next(t, seen) {
 		if info.Term != 0 {
 			t.Fatalf("Observe reported %+v between the leaders", info)
 		}
@@ -137,11 +139,11 @@ func (s *suite) testElectionRenews(t *testing.T) {
 	default:
 	}
 	info, err := e.Leader(ctx)
-	if err != nil || info.Term != l.Term() {
+	if err != nil || info.Term != l.Fence() {
 		t.Fatalf("Leader() after 3 TTLs = %+v, %v; want term %d; the nodes hold %q and term records %q",
-			info, err, l.Term(), cl.values(t, key), cl.values(t, redlock.TermKey(key)))
+			info, err, l.Fence(), cl.values(t, key), cl.values(t, wire.TermKey(key)))
 	}
-	if err := l.Resign(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Leader(ctx); !errors.Is(err, redlock.ErrNoLeader) {
@@ -162,15 +164,15 @@ func (s *suite) testElectionLoss(t *testing.T) {
 	// which a node does only while its key holds the leader's token; a
 	// request cut off by the node timeout never lands, and then the
 	// candidate resigns and campaigns again, up to three times.
-	var l *redlock.Leadership
+	var l *redlock.Lock
 	for try := 1; ; try++ {
 		lt, err := e.Campaign(ctx, "doomed")
 		if err != nil {
 			t.Fatal(err)
 		}
-		record := lt.ID() + " " + strconv.FormatInt(lt.Term(), 10)
+		record := lt.ID() + " " + strconv.FormatInt(lt.Fence(), 10)
 		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if cl.countValue(t, redlock.TermKey(key), record) == len(cl.servers) {
+			if cl.countValue(t, wire.TermKey(key), record) == len(cl.servers) {
 				l = lt
 				break
 			}
@@ -179,9 +181,9 @@ func (s *suite) testElectionLoss(t *testing.T) {
 			break
 		}
 		if try == 3 {
-			t.Fatalf("in 3 campaigns, the term never reached all 3 nodes: the nodes hold %q and term records %q", cl.values(t, key), cl.values(t, redlock.TermKey(key)))
+			t.Fatalf("in 3 campaigns, the term never reached all 3 nodes: the nodes hold %q and term records %q", cl.values(t, key), cl.values(t, wire.TermKey(key)))
 		}
-		lt.Resign(ctx) // or it expires
+		lt.Release(ctx) // or it expires
 		cl.settle(t, key, "")
 	}
 	for _, srv := range cl.servers[:2] {
@@ -222,9 +224,9 @@ func (s *suite) testElectionInvalid(t *testing.T) {
 		ttl        time.Duration
 	}{
 		{key, "line\nbreak", time.Second},
-		{key, string(make([]byte, redlock.MaxValueLen+1)), time.Second},
+		{key, string(make([]byte, redlock.MaxOwnerLen+1)), time.Second},
 		{"", "v", time.Second},
-		{redlock.TermKey(key), "v", time.Second},
+		{wire.TermKey(key), "v", time.Second},
 		{key, "v", 0},
 	} {
 		if _, err := c.Election(tt.key, tt.ttl).Campaign(ctx, tt.value); !errors.Is(err, redlock.ErrInvalid) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // testFailoverQuarantine: three nodes, each a master with a replica that
@@ -60,7 +61,7 @@ func (s *suite) testFailoverQuarantine(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl.settle(t, key, "")
-	marker := redlock.MarkerKey(key)
+	marker := wire.MarkerKey(key)
 	for i, r := range replicas {
 		if err := r.CaughtUp(masters[i]); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // LeastPrivilege is the ACL rule set, for ACL SETUSER, with which a user
@@ -149,7 +150,7 @@ func (s *suite) testForceRelease(t *testing.T) {
 	// its counter, as after its expiry: the floor that ForceRelease raises
 	// every counter to must still cover the removed owner's fence, from
 	// that node's clock if that node gave it.
-	cl.servers[2].MustDo(t, "DEL", redlock.FenceKey(key))
+	cl.servers[2].MustDo(t, "DEL", wire.FenceKey(key))
 
 	views, err := op.ForceRelease(ctx, key)
 	if err != nil {
@@ -162,7 +163,7 @@ func (s *suite) testForceRelease(t *testing.T) {
 	}
 	cl.expectNoKey(t, key)
 	for i, srv := range cl.servers {
-		n, err := strconv.ParseInt(srv.MustDo(t, "GET", redlock.FenceKey(key)).(string), 10, 64)
+		n, err := strconv.ParseInt(srv.MustDo(t, "GET", wire.FenceKey(key)).(string), 10, 64)
 		if err != nil || n < l.Fence() {
 			t.Errorf("node %d: fence counter %d after ForceRelease, below the removed lock's %d", i, n, l.Fence())
 		}
@@ -310,10 +311,10 @@ func (s *suite) testLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Campaign: %v", err)
 	}
-	if info, err := c2.Election(key+":elect", 2*time.Second).Leader(ctx); err != nil || info.Term != lead.Term() {
-		t.Errorf("Leader: %+v, %v; want term %d", info, err, lead.Term())
+	if info, err := c2.Election(key+":elect", 2*time.Second).Leader(ctx); err != nil || info.Term != lead.Fence() {
+		t.Errorf("Leader: %+v, %v; want term %d", info, err, lead.Fence())
 	}
-	if err := lead.Resign(ctx); err != nil {
+	if err := lead.Release(ctx); err != nil {
 		t.Fatalf("Resign: %v", err)
 	}
 	// What the user cannot do.

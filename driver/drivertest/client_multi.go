@@ -13,6 +13,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // testLockAll: a lock on several keys at once (Client.LockAll).
@@ -64,7 +65,7 @@ func (s *suite) testLockAllKeys(t *testing.T) {
 	for i, srv := range cl.servers {
 		fences := map[string]bool{}
 		for _, key := range l.Keys() {
-			v, _ := srv.MustDo(t, "GET", redlock.FenceKey(key)).(string)
+			v, _ := srv.MustDo(t, "GET", wire.FenceKey(key)).(string)
 			fences[v] = true
 		}
 		if len(fences) != 1 {
@@ -226,7 +227,7 @@ func (s *suite) testLockAllInvalid(t *testing.T) {
 	for i := range many {
 		many[i] = "k" + strconv.Itoa(i)
 	}
-	for _, keys := range [][]string{nil, {}, {"a", ""}, {"a", "redlock:node"}, {"a", redlock.FenceKey("b")}, many} {
+	for _, keys := range [][]string{nil, {}, {"a", ""}, {"a", "redlock:node"}, {"a", wire.FenceKey("b")}, many} {
 		if _, err := c.TryLockAll(ctx, keys, time.Second); !errors.Is(err, redlock.ErrInvalid) {
 			t.Errorf("TryLockAll(%d keys %.40q): %v, want ErrInvalid", len(keys), keys, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // fenceLog checks that the fences it is given strictly increase.
@@ -188,7 +189,7 @@ func (s *suite) testQuarantine(t *testing.T, disabled, snapshot bool) {
 	}
 	restarted := time.Since(restarting)
 	for _, srv := range cl.servers[:2] {
-		if snapshot && srv.MustDo(t, "EXISTS", redlock.MarkerKey(key)) != int64(1) {
+		if snapshot && srv.MustDo(t, "EXISTS", wire.MarkerKey(key)) != int64(1) {
 			t.Fatal("the restarted node did not load its marker from the snapshot")
 		}
 	}
@@ -482,6 +483,6 @@ type plainNode struct{ redlock.Node }
 // probedSlotKey returns a key for the test in the hash slot whose records
 // [redlock.Client.Probe] reads: the key has the tag of that slot's marker.
 func probedSlotKey(t *testing.T) string {
-	m := redlock.MarkerKey("")
+	m := wire.MarkerKey("")
 	return m[strings.IndexByte(m, '{'):] + keyFor(t)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // testSemaphore: a counting semaphore with expiring, fenced permits
@@ -49,7 +50,7 @@ func (s *suite) testSemaphorePermits(t *testing.T) {
 	}
 	// A permit holds its own slot, and no other.
 	for i := range 3 {
-		if got := cl.countValue(t, redlock.PermitKey(key, i), held[0].Token()); i != held[0].Slot() && got != 0 {
+		if got := cl.countValue(t, wire.PermitKey(key, i), held[0].Token()); i != held[0].Slot() && got != 0 {
 			t.Errorf("the permit of slot %d is also in slot %d, on %d nodes", held[0].Slot(), i, got)
 		}
 	}
@@ -60,7 +61,7 @@ func (s *suite) testSemaphorePermits(t *testing.T) {
 	if err := first.Release(ctx); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	cl.awaitNoKey(t, redlock.PermitKey(key, first.Slot()), 5*time.Second)
+	cl.awaitNoKey(t, wire.PermitKey(key, first.Slot()), 5*time.Second)
 	// The TryAcquire after the release, until its permit is on every
 	// node (see onAll): the node timeout of a 300ms permit is 30ms, a
 	// stall that a loaded machine has; and the permit must have landed
@@ -87,7 +88,7 @@ func (s *suite) testSemaphorePermits(t *testing.T) {
 		}
 	}
 	for i := range 3 {
-		cl.awaitNoKey(t, redlock.PermitKey(key, i), 5*time.Second)
+		cl.awaitNoKey(t, wire.PermitKey(key, i), 5*time.Second)
 	}
 }
 
@@ -186,7 +187,7 @@ func (s *suite) testSemaphoreSplit(t *testing.T) {
 	sem := c.Semaphore(key, 2)
 	// Slot 0 is held on node 0 alone: node 0 grants slot 1 whatever slot
 	// a round looks at first; the others grant the slot it names.
-	cl.servers[0].MustDo(t, "SET", redlock.PermitKey(key, 0), "someone else", "PX", "20000")
+	cl.servers[0].MustDo(t, "SET", wire.PermitKey(key, 0), "someone else", "PX", "20000")
 	var p *redlock.Permit
 	for try := 0; p == nil; try++ {
 		if try == 50 {
@@ -205,27 +206,27 @@ func (s *suite) testSemaphoreSplit(t *testing.T) {
 		}
 		// Release returns on a quorum: the next try must not find the
 		// third node's slot 1 still held, or no slot has a quorum.
-		cl.awaitNoKey(t, redlock.PermitKey(key, 1), 5*time.Second)
+		cl.awaitNoKey(t, wire.PermitKey(key, 1), 5*time.Second)
 	}
-	for deadline := time.Now().Add(5 * time.Second); cl.countValue(t, redlock.PermitKey(key, 0), p.Token()) < 2; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); cl.countValue(t, wire.PermitKey(key, 0), p.Token()) < 2; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("slot 0 holds the permit on %d nodes, want 2", cl.countValue(t, redlock.PermitKey(key, 0), p.Token()))
+			t.Fatalf("slot 0 holds the permit on %d nodes, want 2", cl.countValue(t, wire.PermitKey(key, 0), p.Token()))
 		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); cl.values(t, redlock.PermitKey(key, 1))[0] != p.Token(); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); cl.values(t, wire.PermitKey(key, 1))[0] != p.Token(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("node 0 did not grant slot 1 to the round: %q", cl.values(t, redlock.PermitKey(key, 1)))
+			t.Fatalf("node 0 did not grant slot 1 to the round: %q", cl.values(t, wire.PermitKey(key, 1)))
 		}
 	}
 	if err := p.Release(ctx); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); cl.countValue(t, redlock.PermitKey(key, 1), p.Token()) > 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); cl.countValue(t, wire.PermitKey(key, 1), p.Token()) > 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the release left node 0's grant of slot 1")
 		}
 	}
-	if v := cl.values(t, redlock.PermitKey(key, 0))[0]; v != "someone else" {
+	if v := cl.values(t, wire.PermitKey(key, 0))[0]; v != "someone else" {
 		t.Errorf("node 0's slot 0 holds %q after the release, want the other owner's value", v)
 	}
 }
@@ -237,7 +238,7 @@ func (s *suite) testSemaphoreExtend(t *testing.T) {
 	c := s.client(t, cl.urls(), nil)
 	ctx, key := ctxT(t), keyFor(t)
 	p := cl.permitOnAll(t, ctx, c.Semaphore(key, 2), 2*time.Second)
-	slotKey := redlock.PermitKey(key, p.Slot())
+	slotKey := wire.PermitKey(key, p.Slot())
 	before := p.Until()
 	if err := p.Extend(ctx, time.Minute); err != nil {
 		t.Fatalf("Extend: %v", err)
@@ -276,18 +277,22 @@ func (s *suite) testSemaphoreInvalid(t *testing.T) {
 	cl := startCluster(t, 1, false)
 	c := s.client(t, cl.urls(), nil)
 	ctx, key := ctxT(t), keyFor(t)
-	for _, sem := range []*redlock.Semaphore{
-		c.Semaphore(key, 0),
-		c.Semaphore(key, -1),
-		c.Semaphore(key, redlock.MaxPermits+1),
-		c.Semaphore("", 2),
-		c.Semaphore(redlock.PermitKey(key, 0), 2),
+	for _, bad := range []struct {
+		key string
+		n   int
+	}{
+		{key, 0},
+		{key, -1},
+		{key, redlock.MaxPermits + 1},
+		{"", 2},
+		{wire.PermitKey(key, 0), 2},
 	} {
+		sem := c.Semaphore(bad.key, bad.n)
 		if _, err := sem.TryAcquire(ctx, time.Second); !errors.Is(err, redlock.ErrInvalid) {
-			t.Errorf("Semaphore(%q, %d): %v, want ErrInvalid", sem.Key(), sem.Permits(), err)
+			t.Errorf("Semaphore(%q, %d): %v, want ErrInvalid", bad.key, bad.n, err)
 		}
 		if _, err := sem.Acquire(ctx, time.Second); !errors.Is(err, redlock.ErrInvalid) {
-			t.Errorf("Semaphore(%q, %d).Acquire: %v, want ErrInvalid", sem.Key(), sem.Permits(), err)
+			t.Errorf("Semaphore(%q, %d).Acquire: %v, want ErrInvalid", bad.key, bad.n, err)
 		}
 	}
 	if _, err := c.Semaphore(key, 2).TryAcquire(ctx, 0); !errors.Is(err, redlock.ErrInvalid) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // testSemaphoreOperator: Semaphore.Inspect shows each slot's holder and
@@ -31,8 +32,8 @@ func (s *suite) testSemaphoreOperator(t *testing.T) {
 		t.Fatalf("Inspect returned %d slots, want %d", len(slots), n)
 	}
 	for i, ins := range slots {
-		if ins.Key != redlock.PermitKey(key, i) || ins.State != redlock.KeyFree {
-			t.Errorf("slot %d of a free semaphore: key %q state %v, want %q free", i, ins.Key, ins.State, redlock.PermitKey(key, i))
+		if ins.Key != wire.PermitKey(key, i) || ins.State != redlock.KeyFree {
+			t.Errorf("slot %d of a free semaphore: key %q state %v, want %q free", i, ins.Key, ins.State, wire.PermitKey(key, i))
 		}
 	}
 
@@ -44,7 +45,7 @@ func (s *suite) testSemaphoreOperator(t *testing.T) {
 		if err != nil {
 			t.Fatalf("TryAcquire with a slot free: %v", err)
 		}
-		cl.settle(t, redlock.PermitKey(key, p.Slot()), p.Token())
+		cl.settle(t, wire.PermitKey(key, p.Slot()), p.Token())
 		held[p.Slot()] = p
 	}
 	slots, err = op.Semaphore(key, n).Inspect(ctx)
@@ -113,7 +114,7 @@ func (s *suite) testSemaphoreOperator(t *testing.T) {
 	if _, err := op.Semaphore(key, 0).Inspect(ctx); !errors.Is(err, redlock.ErrInvalid) {
 		t.Errorf("Inspect of a semaphore of 0 permits: %v, want ErrInvalid", err)
 	}
-	if _, err := op.Semaphore(redlock.FenceKey(key), n).Inspect(ctx); !errors.Is(err, redlock.ErrInvalid) {
+	if _, err := op.Semaphore(wire.FenceKey(key), n).Inspect(ctx); !errors.Is(err, redlock.ErrInvalid) {
 		t.Errorf("Inspect of a semaphore on a reserved key: %v, want ErrInvalid", err)
 	}
 }

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/wire"
 )
 
 func testScripts[N Node](t *testing.T, a Adapter[N]) {
@@ -178,8 +178,8 @@ func testNoScriptFallback[N Node](t *testing.T, a Adapter[N]) {
 	for _, st := range scriptSteps("") {
 		scripts[st.script] = true
 	}
-	if len(scripts) != len(redlock.Scripts()) {
-		t.Fatalf("the steps run %d scripts, want all %d", len(scripts), len(redlock.Scripts()))
+	if len(scripts) != len(wire.Scripts()) {
+		t.Fatalf("the steps run %d scripts, want all %d", len(scripts), len(wire.Scripts()))
 	}
 	for round := range 3 {
 		srv.MustDo(t, "SCRIPT", "FLUSH")

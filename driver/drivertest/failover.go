@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // ExerciseFailover checks n, a node whose client asks the Sentinel
@@ -36,13 +36,13 @@ func ExerciseFailover(t *testing.T, n driver.Node, master, replica *redistest.Se
 	// of them: only the promotion can explain a quarantine.
 	const key, ttl = "lock:failover", "500"
 	acquire := func(token, quarantine string) (any, error) {
-		return eval(ctx, n, step{"acquire", []string{key, redlock.FenceKey(key), redlock.MarkerKey(key)}, []string{token, ttl, quarantine, fenceTTL}, nil})
+		return eval(ctx, n, step{"acquire", []string{key, wire.FenceKey(key), wire.MarkerKey(key)}, []string{token, ttl, quarantine, fenceTTL}, nil})
 	}
 	run(t, n, []step{acquireStep(key, "tok0", ttl, granted), releaseStep(key, "tok0", done)})
 	if err := replica.CaughtUp(master); err != nil {
 		t.Fatal(err)
 	}
-	if got := replica.MustDo(t, "EXISTS", redlock.MarkerKey(key)); got != int64(1) {
+	if got := replica.MustDo(t, "EXISTS", wire.MarkerKey(key)); got != int64(1) {
 		t.Fatal("the node marker did not reach the replica")
 	}
 	link.SetBlackhole(true)

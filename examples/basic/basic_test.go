@@ -13,6 +13,7 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/examples/internal/connect"
 	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // startNodes starts three fresh redis-server processes for t and returns
@@ -71,7 +72,7 @@ func TestRun(t *testing.T) {
 	// node's counter to at least that.
 	exact, gone := false, 0
 	for _, s := range servers {
-		v := s.MustDo(t, "GET", redlock.FenceKey(key))
+		v := s.MustDo(t, "GET", wire.FenceKey(key))
 		str, ok := v.(string)
 		if !ok {
 			t.Fatalf("%s: fence counter is %v (%T), want a number", s.Addr(), v, v)

@@ -29,8 +29,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -74,17 +74,17 @@ func run() error {
 	defer c.Close()
 
 	src := map[string]string{}
-	for _, s := range redlock.Scripts() {
+	for _, s := range wire.Scripts() {
 		src[s.Name()] = s.Source()
 	}
-	lock := func(k string) []string { return []string{k, redlock.FenceKey(k), redlock.MarkerKey(k)} }
-	fenced := func(k string) []string { return []string{k, redlock.FenceKey(k)} }
+	lock := func(k string) []string { return []string{k, wire.FenceKey(k), wire.MarkerKey(k)} }
+	fenced := func(k string) []string { return []string{k, wire.FenceKey(k)} }
 	one := func(k string) []string { return []string{k} }
 	vs := []variant{
 		{name: "SET NX PX (plain command; redsync's acquire)", keys: one},
 		{name: "a script that only does SET NX PX", script: "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])", keys: one, args: []any{token, "10000"}},
 		{name: "redlock acquire", script: src["acquire"], keys: lock, args: []any{token, "10000", "1", "100000"}, grants: true},
-		{name: "redlock extend", script: src["extend"], setup: true, keys: func(k string) []string { return []string{k, redlock.MarkerKey(k)} }, args: []any{token, "10000"}},
+		{name: "redlock extend", script: src["extend"], setup: true, keys: func(k string) []string { return []string{k, wire.MarkerKey(k)} }, args: []any{token, "10000"}},
 		{name: "redlock release (fence = the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "0", "100000"}},
 		{name: "redlock release (fence above the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "9000000000000000", "100000"}},
 		{name: "compare-and-delete (redsync's release)", script: `local v = redis.call("GET", KEYS[1])
@@ -122,7 +122,7 @@ func slotKeys() []string {
 	var keys []string
 	for i := 0; len(keys) < 16384; i++ {
 		k := fmt.Sprintf("warm:%d", i)
-		if m := redlock.MarkerKey(k); !seen[m] {
+		if m := wire.MarkerKey(k); !seen[m] {
 			seen[m] = true
 			keys = append(keys, k)
 		}
@@ -143,7 +143,7 @@ func (m *measurer) measure(ctx context.Context, v variant, rep int) (float64, st
 		return 0, "", err
 	}
 	acquire := func(p redis.Pipeliner, k string) {
-		p.EvalSha(ctx, acq, []string{k, redlock.FenceKey(k), redlock.MarkerKey(k)}, token, "10000", "1", "100000")
+		p.EvalSha(ctx, acq, []string{k, wire.FenceKey(k), wire.MarkerKey(k)}, token, "10000", "1", "100000")
 	}
 	// A node in service has the marker of every hash slot that a lock has
 	// used: write them all, with one lock per slot, before measuring.

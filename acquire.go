@@ -1,81 +1,163 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"math"
 	mathrand "math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/wire"
 )
 
-// This file is how Lock waits: the loop of rounds, the pauses between
-// them, the announcements of releases that cut a pause short, and the
-// queue of one Client's goroutines that want the same key.
+// This file is how a lock is acquired, to be read from the top down: the
+// entry points; the loop of rounds, with the wait between them; one round,
+// in the order of the steps on the Redis page "Distributed locks with
+// Redis"; and, last, what the wait between rounds is made of: the
+// announcements of releases, and the queue of one Client's goroutines that
+// want the same key. The fan-out of a round to the nodes and the counting
+// of their answers are in round.go.
+
+// Lock obtains the lock on key for ttl, waiting for it as long as needed.
+//
+// Lock makes rounds until one succeeds, ctx is done, or Options.Tries
+// rounds have failed. Each round uses a fresh token, and every failed
+// round is cleaned up on all nodes before the next one starts.
+//
+// Lock does not poll blindly. After its first failed round it subscribes
+// on every node that announces releases to the announcements of the key's
+// release, and tries again as soon as one comes, after a short random
+// pause that keeps woken waiters from colliding; without an announcement
+// it tries again after a random pause around Options.RetryDelay.
+// Goroutines of one Client that wait for the same key queue up in the
+// process, so that only one of them contends at a time, and a Release by
+// one of them wakes the next without a trip through the nodes. A Client
+// that has just released a key to waiters of other clients holds back
+// briefly before taking it again, so that one of them gets its turn.
+//
+// Lock returns at once, with an error wrapping ErrRefused, when so many
+// nodes refused a round in a way that trying again cannot change (a wrong
+// password, a missing permission, a key of another type, a replica) that
+// no quorum is possible: waiting would not end on its own. When ctx ends
+// the wait, the error wraps ctx.Err() as well as the reason of the last
+// completed round.
+func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
+	return c.obtain(ctx, keyset{Set: wire.Set{Name: key}}, CheckKey(key), ttl, true)
+}
+
+// TryLock makes one attempt to obtain the lock on key for ttl.
+//
+// On success the returned Lock is held until Lock.Until, unless it is
+// extended. On failure no key of the attempt is left on any node, and the
+// error is an *OpError wrapping ErrTaken, ErrNoQuorum, ErrRefused or
+// ErrExpired; a bad key or ttl gives an error wrapping ErrInvalid.
+func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
+	return c.obtain(ctx, keyset{Set: wire.Set{Name: key}}, CheckKey(key), ttl, false)
+}
+
+// LockAll obtains one lock on all of keys for ttl, waiting for it as
+// Lock does: on every node the keys are taken together or not at all, in
+// one script call per node and round. Repeated keys count once. The lock's
+// fence is greater than that of every earlier owner of any of the keys.
+// Extend, AutoExtend and Release act on all the keys; a node counts for
+// an extension only if it still holds every key.
+//
+// Two LockAll calls whose key sets overlap cannot deadlock: neither ever
+// holds a part of its keys while it waits for the rest. Lock on one of the
+// keys and LockAll exclude each other as two Locks on the key do.
+//
+// On a Redis Cluster node, a script's keys must share a hash slot: give
+// the keys one hash tag, as in "{order:42}:items" and "{order:42}:invoice";
+// keys in several slots are refused there (CROSSSLOT). At most MaxKeys
+// keys are taken at once.
+func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration) (*Lock, error) {
+	ks, err := newKeyset(keys)
+	return c.obtain(ctx, ks, err, ttl, true)
+}
+
+// TryLockAll makes one attempt to obtain the lock on all of keys for ttl,
+// as TryLock does for one key; see LockAll.
+func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duration) (*Lock, error) {
+	ks, err := newKeyset(keys)
+	return c.obtain(ctx, ks, err, ttl, false)
+}
+
+// A keyset is what a lock is on (see wire.Set), and the label its tokens
+// carry when it is not the Client's Options.Owner: an election
+// candidate's value.
+type keyset struct {
+	wire.Set
+	owner string
+}
+
+// obtain obtains the lock on ks, whose check gave bad: waiting for it as
+// Lock does when wait is set, and in one attempt otherwise.
+func (c *Client) obtain(ctx context.Context, ks keyset, bad error, ttl time.Duration, wait bool) (l *Lock, err error) {
+	ctx, ev := c.hooks.begin(ctx, "acquire", ks.Name)
+	defer func() {
+		if l != nil {
+			ev.Fence, ev.Until = l.fence, l.until
+		}
+		c.hooks.end(ctx, ev, err)
+	}()
+	if bad != nil {
+		return nil, bad
+	}
+	if ev.TTL, err = c.checkTTL(ttl); err != nil {
+		return nil, err
+	}
+	l, ev.Rounds, err = c.lock(ctx, ks, ev.TTL, wait)
+	return l, err
+}
 
 // lock makes acquisition rounds until one succeeds, or only one without
-// wait: it is Lock, or TryLock, after the checks. It returns the number of
-// rounds it made. The error, when there is one, is an *OpError. A round
-// that failed with ErrRefused ends the wait: the nodes that refused will
-// refuse again.
+// wait. It returns the number of rounds it made. The error, when there is
+// one, is an *OpError. A round that failed with ErrRefused ends the wait:
+// the nodes that refused will refuse again. When the caller's context
+// ends the wait, the reason is that of the last round that completed.
 func (c *Client) lock(ctx context.Context, ks keyset, ttl time.Duration, wait bool) (*Lock, int, error) {
-	key := ks.name
 	w := waiter{c: c, ks: ks, queue: wait, begin: time.Now()}
 	defer w.stop()
 	var last *OpError // the last completed round's failure
-	for round := 1; ; round++ {
-		err := w.wait(ctx, round)
+	for n := 1; ; n++ {
+		var e *OpError
+		err := w.wait(ctx, n)
 		if err == nil {
-			err = expired(ctx)
+			var l *Lock
+			if l, e = c.acquire(ctx, ks, ttl, n); e == nil {
+				return l, n, nil
+			}
+			err = e.ctxErr
 		}
 		if err != nil {
-			e := &OpError{Op: "acquire", Key: key, Quorum: c.quorum, Rounds: round - 1, ctxErr: err}
-			if last != nil {
-				e.Nodes, e.Err = last.Nodes, last.Err
+			if e == nil {
+				e = &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n - 1, ctxErr: err}
 			}
-			return nil, round - 1, e
-		}
-		l, e := c.acquire(ctx, ks, ttl, round)
-		if e == nil {
-			return l, round, nil
-		}
-		e.Rounds = round
-		if err := expired(ctx); err != nil {
-			// The round was cut short: its reason is the context's.
-			e.ctxErr, e.Err = err, nil
+			e.Err = nil
 			if last != nil {
 				e.Err = last.Err
+				if e.Nodes == nil {
+					e.Nodes = last.Nodes
+				}
 			}
-			return nil, round, e
+			return nil, e.Rounds, e
 		}
-		if !wait || e.Err == ErrRefused || c.opts.Tries > 0 && round >= c.opts.Tries {
-			return nil, round, e
+		if !wait || e.Err == ErrRefused || c.opts.Tries > 0 && n >= c.opts.Tries {
+			return nil, n, e
 		}
 		last = e
 	}
 }
 
-// expired returns ctx.Err(), or context.DeadlineExceeded once ctx's
-// deadline has passed though ctx is not done yet: the timer that ends a
-// context fires late on a loaded machine, and a round sent after the
-// deadline fails for want of time (its requests' deadlines have passed),
-// not for anything the nodes said, so it must not stand as the reason of
-// the wait's end.
-func expired(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
-	}
-	return nil
-}
-
 // A waiter is the waiting of one Lock call between its rounds.
 type waiter struct {
 	c     *Client
-	ks    keyset // the lock's keys; its name names its queue in the Client
+	ks    keyset // the lock's keys; its Name names its queue in the Client
 	queue bool   // wait behind the Client's other goroutines (Lock, not TryLock)
 	begin time.Time
 
@@ -101,16 +183,16 @@ func (w *waiter) wait(ctx context.Context, round int) error {
 		if !w.queue {
 			return ctx.Err()
 		}
-		g, err := c.enter(ctx, w.ks.name)
+		g, err := c.enter(ctx, w.ks.Name)
 		if err != nil {
 			return err
 		}
 		w.gate = g
-		return sleep(ctx, c.handoffWait(w.ks.name))
+		return sleep(ctx, c.handoffWait(w.ks.Name))
 	case 2:
 		sctx, cancel := context.WithCancel(ctx)
 		w.cancel = cancel
-		if w.wake = c.subscribe(sctx, w.ks.channels()); w.wake != nil {
+		if w.wake = c.subscribe(sctx, w.ks.Channels()); w.wake != nil {
 			return ctx.Err()
 		}
 	}
@@ -137,7 +219,7 @@ func (w *waiter) stop() {
 		w.cancel()
 	}
 	if w.gate != nil {
-		w.c.leave(w.ks.name, w.gate)
+		w.c.leave(w.ks.Name, w.gate)
 	}
 }
 
@@ -157,6 +239,80 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// acquire makes round n of the acquisition of ks: steps 1 to 5 of the
+// Redis page. A round that the caller's context cut short, or that its
+// deadline kept from being sent (then with Rounds n-1), fails with the
+// context's error in ctxErr.
+func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n int) (*Lock, *OpError) {
+	e := &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n}
+	if e.ctxErr = expired(ctx); e.ctxErr != nil {
+		e.Rounds = n - 1
+		return nil, e
+	}
+	// Step 1: a fresh token, which carries the owner's label; t0 is read
+	// in send, just before the first request goes out.
+	token := newToken(cmp.Or(ks.owner, c.opts.Owner))
+	q := c.quarantineFor(ttl)
+
+	// Step 2: SET key token NX PX ttl on all nodes at once, each request
+	// bounded by the node timeout. The script also returns the node's fence
+	// and what the quarantine needs: its age and the largest TTL it knows.
+	heardAll := c.lastHeardAll()
+	r := c.send(ctx, c.nodeTimeout(ttl), 1, ks.Acquire(token, ttl, q, c.fenceTTL(ttl)), nil)
+	r.heardAll = heardAll
+
+	// Step 3: a quorum of grants from nodes out of quarantine, with
+	// validity left: ttl − elapsed − drift > 0. A semaphore's grants count
+	// for the slot they are of: the permit is the slot a quorum granted.
+	granted := r.collect(c.quorum, q)
+	until := validUntil(r.start, ttl, c.drift(ttl))
+	valid := granted && time.Now().Before(until)
+	r.decide(valid)
+
+	// Step 4: the lock is valid until t0 + ttl − drift, on the client's
+	// monotonic clock.
+	var l *Lock
+	var clean *round
+	if valid {
+		_, slot := r.votes()
+		if ks.Permits > 0 {
+			ks.Slot = slot
+		}
+		l = &Lock{c: c, ks: ks, token: token, ttl: ttl, fence: r.fenceOf(slot),
+			start: r.start, until: until, last: r}
+	} else {
+		// Step 5: a failed round is undone on every node.
+		clean = c.cleanUp(ctx, ks.Name, r)
+		e.Nodes, e.Err = r.results, r.acquireFailure(granted)
+		e.ctxErr = expired(ctx)
+	}
+	c.hooks.round(ctx, "acquire", ks.Name, n, r)
+	if clean != nil {
+		c.hooks.round(ctx, "cleanup", ks.Name, n, clean)
+	}
+	c.heard(ctx, r, q)
+	if l == nil {
+		return nil, e
+	}
+	return l, nil
+}
+
+// newToken returns the value of a fresh acquisition: a random token, 24
+// bytes from crypto/rand in 32 characters of URL-safe base64, a space and
+// the owner's label.
+func newToken(owner string) string {
+	var b [24]byte
+	rand.Read(b[:]) // never fails; see crypto/rand.Read
+	var enc [32]byte
+	base64.RawURLEncoding.Encode(enc[:], b[:])
+	var sb strings.Builder
+	sb.Grow(len(enc) + 1 + len(owner))
+	sb.Write(enc[:])
+	sb.WriteByte(' ')
+	sb.WriteString(owner)
+	return sb.String()
+}
+
 // retryDelay draws the pause before the next round when no release was
 // announced: from [RetryDelay/2, 3*RetryDelay/2).
 func (c *Client) retryDelay() time.Duration {
@@ -174,7 +330,7 @@ func (c *Client) retryDelay() time.Duration {
 // their rounds together and splitting the votes; a round on a local
 // network takes well under a millisecond, so the first few apart usually
 // settle it. Below 2ms woken waiters collide so often that fewer of them
-// get the lock (BENCHMARKS.md, W2 tuned).
+// get the lock.
 func (c *Client) wakeWindow() time.Duration {
 	return min(max(c.opts.RetryDelay/5, 2*time.Millisecond), 10*time.Millisecond)
 }
@@ -190,10 +346,6 @@ func (c *Client) wakeDelay(waited time.Duration) time.Duration {
 	bound := time.Duration(float64(w) * float64(w) / float64(w+max(waited, 0)))
 	return time.Duration(mathrand.Int64N(int64(bound) + 1))
 }
-
-// releasedPrefix starts the name of the channel on which the release
-// script announces that a key was deleted (lua/release.lua).
-const releasedPrefix = "redlock:released:"
 
 // subscribe asks every node that is a driver.Notifier to wake the caller
 // when a message is published on one of channels, until ctx is done. It

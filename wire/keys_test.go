@@ -1,4 +1,4 @@
-package redlock
+package wire
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 )
 
 func TestCRC16(t *testing.T) {
-	// The check value of CRC-16/XMODEM, and slots from the Redis Cluster
+	// The check value of CRC-16/XMODEM, and Slots from the Redis Cluster
 	// specification and from CLUSTER KEYSLOT.
 	if got := crc16("123456789"); got != 0x31C3 {
 		t.Errorf("crc16(123456789) = %#x, want 0x31c3", got)
@@ -20,26 +20,26 @@ func TestCRC16(t *testing.T) {
 		"foo": 12182, "{user1000}.following": 3443, "{user1000}.followers": 3443,
 		"foo{}{bar}": 8363, "foo{{bar}}zap": 4015, "foo{bar}{zap}": 5061, "": 0,
 	} {
-		if got := keySlot(key); got != want {
-			t.Errorf("keySlot(%q) = %d, want %d", key, got, want)
+		if got := Slot(key); got != want {
+			t.Errorf("Slot(%q) = %d, want %d", key, got, want)
 		}
 	}
 }
 
 func TestSlotTag(t *testing.T) {
-	seen := make(map[string]bool, slots)
-	for s := range uint16(slots) {
+	seen := make(map[string]bool, Slots)
+	for s := range uint16(Slots) {
 		tag := slotTag(s)
 		if len(tag) != 4 || strings.ContainsAny(tag, "{}") {
 			t.Fatalf("slotTag(%d) = %q: want four bytes without braces", s, tag)
 		}
-		if got := crc16(tag) & (slots - 1); got != s {
+		if got := crc16(tag) & (Slots - 1); got != s {
 			t.Fatalf("slotTag(%d) = %q, which hashes to slot %d", s, tag, got)
 		}
 		seen[tag] = true
 	}
-	if len(seen) != slots {
-		t.Errorf("%d distinct tags for %d slots", len(seen), slots)
+	if len(seen) != Slots {
+		t.Errorf("%d distinct tags for %d Slots", len(seen), Slots)
 	}
 }
 
@@ -59,8 +59,8 @@ var awkwardKeys = []string{
 func TestCompanionsShareSlot(t *testing.T) {
 	for _, key := range awkwardKeys {
 		for _, k := range companions(key)[1:] {
-			if keySlot(k) != keySlot(key) {
-				t.Errorf("%q: companion %q hashes to slot %d, the key to %d", key, k, keySlot(k), keySlot(key))
+			if Slot(k) != Slot(key) {
+				t.Errorf("%q: companion %q hashes to slot %d, the key to %d", key, k, Slot(k), Slot(key))
 			}
 		}
 	}
@@ -93,8 +93,8 @@ func TestCompanionsShareSlotOnServer(t *testing.T) {
 	}
 	check := func(key string) bool {
 		want := slotOf(key)
-		if want != int64(keySlot(key)) {
-			t.Errorf("keySlot(%q) = %d, the server says %d", key, keySlot(key), want)
+		if want != int64(Slot(key)) {
+			t.Errorf("Slot(%q) = %d, the server says %d", key, Slot(key), want)
 			return false
 		}
 		for _, k := range companions(key)[1:] {
@@ -127,7 +127,7 @@ func TestCompanionsShareSlotOnServer(t *testing.T) {
 		t.Error(err)
 	}
 	// Every slot's tag, as the server hashes it.
-	for s := range uint16(slots) {
+	for s := range uint16(Slots) {
 		if s%97 == 0 && slotOf(MarkerKey(slotTag(s))) != int64(s) {
 			t.Fatalf("the marker of slot %d is elsewhere", s)
 		}

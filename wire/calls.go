@@ -1,0 +1,199 @@
+package wire
+
+import (
+	mathrand "math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/quorumlock/redlock/driver"
+)
+
+// A Call is one script call that a round sends to every node: the script,
+// its keys and arguments, and how to read its reply.
+type Call struct {
+	Script *driver.Script
+	Keys   []string
+	Args   []string
+	Decode func(reply any) Reply
+
+	// Undo returns the call that undoes this one on the nodes that may
+	// have applied it, raising fence counters to at least fence and
+	// keeping them fenceTTL; nil for a call that changes no lock.
+	Undo func(fence int64, fenceTTL time.Duration) Call
+}
+
+// MaxPermits is the largest number of slots of a semaphore.
+const MaxPermits = 128
+
+// A Set is what one lock is on: one key, several keys taken together, or
+// one of the slots of a semaphore.
+type Set struct {
+	// Name is the key; for several keys, them joined by commas; for a
+	// semaphore, its key.
+	Name string
+	// Keys holds several keys, sorted and distinct; nil for one key.
+	Keys []string
+	// Permits is a semaphore's number of slots, each a lock on
+	// PermitKey(Name, i); 0 for a lock. Slot is the slot a permit holds,
+	// once a round has granted one; -1 before.
+	Permits, Slot int
+}
+
+// All returns the set's keys: the one key, or several; a semaphore's key.
+func (s Set) All() []string {
+	if s.Keys == nil {
+		return []string{s.Name}
+	}
+	return s.Keys
+}
+
+// Channels returns the channels on which the releases that wake the set's
+// waiters are announced: one per key; a semaphore's releases of all its
+// slots are announced on the channel of its key.
+func (s Set) Channels() []string {
+	keys := s.All()
+	out := make([]string, len(keys))
+	for i, key := range keys {
+		out[i] = ReleasedChannel(key)
+	}
+	return out
+}
+
+// Acquire returns the call that takes the set on a node for ttl with the
+// given token, a node that started less than quarantine ago refusing to
+// vote (0: no quarantine), and fence counters that live fenceTTL. A
+// semaphore's nodes look at its slots from a random one on.
+//
+// Its reply: OK with the node's Fence (and a permit's Slot), Taken with
+// the holder's TTL, or Quarantined with the time left; each with the
+// node's Age and the largest TTL it records, MaxTTL. Its Undo is the
+// Release of the set with token.
+func (s Set) Acquire(token string, ttl, quarantine, fenceTTL time.Duration) Call {
+	args := []string{token, ms(ttl), ms(quarantine), ms(fenceTTL)}
+	c := Call{Script: acquireScript, Args: args, Decode: decodeAcquire}
+	switch {
+	case s.Permits > 0:
+		c.Script, c.Decode = acquirePermitScript, decodePermit
+		c.Keys = append(s.slots(), MarkerKey(s.Name))
+		c.Args = append(args, strconv.Itoa(s.Permits), strconv.Itoa(mathrand.IntN(s.Permits)))
+	case s.Keys == nil:
+		c.Keys = []string{s.Name, FenceKey(s.Name), MarkerKey(s.Name)}
+	default:
+		c.Script = acquireAllScript
+		c.Keys, c.Args = s.with(true, true), append(args, strconv.Itoa(len(s.Keys)))
+	}
+	c.Undo = func(fence int64, fenceTTL time.Duration) Call { return s.Release(token, fence, fenceTTL) }
+	return c
+}
+
+// Release returns the call that deletes the set where it holds token,
+// raises its fence counters to at least fence, keeping them fenceTTL, and
+// wakes its waiters. A semaphore's release looks at every slot, since a
+// node may have granted a round another slot than the one a quorum agreed
+// on.
+//
+// Its reply: OK when it deleted the keys, Absent when they were gone,
+// Taken when another token holds them; Woke counts the waiters told, and
+// Free a semaphore's free slots after the release.
+func (s Set) Release(token string, fence int64, fenceTTL time.Duration) Call {
+	args := []string{token, strconv.FormatInt(fence, 10), ms(fenceTTL)}
+	switch {
+	case s.Permits > 0:
+		return Call{Script: releasePermitScript, Keys: s.slots(), Args: append(args, strconv.Itoa(s.Permits), strconv.Itoa(s.Slot), s.Name), Decode: decodeReleasePermit}
+	case s.Keys == nil:
+		return Call{Script: releaseScript, Keys: []string{s.Name, FenceKey(s.Name)}, Args: args, Decode: decodeRelease}
+	}
+	return Call{Script: releaseAllScript, Keys: s.with(true, false), Args: append(args, strconv.Itoa(len(s.Keys))), Decode: decodeRelease}
+}
+
+// Extend returns the call that sets the set's time to live to ttl where
+// it holds token, never re-creating a key. A permit is extended as a lock
+// on its slot's key.
+//
+// Its reply: OK, Absent or Taken, as for Release.
+func (s Set) Extend(token string, ttl time.Duration) Call {
+	args := []string{token, ms(ttl)}
+	switch {
+	case s.Permits > 0:
+		return Call{Script: extendScript, Keys: []string{PermitKey(s.Name, s.Slot), MarkerKey(s.Name)}, Args: args, Decode: decodeStatus}
+	case s.Keys == nil:
+		return Call{Script: extendScript, Keys: []string{s.Name, MarkerKey(s.Name)}, Args: args, Decode: decodeStatus}
+	}
+	return Call{Script: extendAllScript, Keys: s.with(false, true), Args: append(args, strconv.Itoa(len(s.Keys))), Decode: decodeStatus}
+}
+
+// slots returns a semaphore's slot keys, then their fence counters.
+func (s Set) slots() []string {
+	out := make([]string, 2*s.Permits, 2*s.Permits+1)
+	for i := range s.Permits {
+		out[i] = PermitKey(s.Name, i)
+		out[s.Permits+i] = FenceKey(out[i])
+	}
+	return out
+}
+
+// with returns the keys, then their fence counters if fences, then the
+// markers of their slots, each slot once, if markers.
+func (s Set) with(fences, markers bool) []string {
+	out := append([]string(nil), s.Keys...)
+	if fences {
+		for _, key := range s.Keys {
+			out = append(out, FenceKey(key))
+		}
+	}
+	if markers {
+		seen := make(map[string]bool, 1)
+		for _, key := range s.Keys {
+			if m := MarkerKey(key); !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// Probe returns the call that reads a node's state in the slot of the
+// empty key, changing nothing but the node's marker. Its reply: OK with
+// the node's Age, MaxTTL and Clock (ms since 1970).
+func Probe() Call {
+	return Call{Script: probeScript, Keys: []string{MarkerKey("")}, Decode: decodeProbe}
+}
+
+// Inspect returns the call that reads what a node holds for key and
+// changes nothing. Its reply: OK with Holder (a token's ID; "" for a free
+// key), Owner and TTL of a held key, the Fence counter, the Age and
+// MaxTTL of the slot's records (Age -1 without records), and the Clock in
+// µs.
+func Inspect(key string) Call {
+	return Call{Script: inspectScript, Keys: []string{key, FenceKey(key), MarkerKey(key)}, Decode: decodeInspect}
+}
+
+// Force returns the call that deletes key whatever token holds it, unless
+// its grant on the node came with a fence above floor; raises the fence
+// counter to floor, keeping it fenceTTL; and wakes the waiters of
+// waitKey. Its reply: OK with what the key held before (Holder, Owner,
+// TTL) and Woke, the waiters told.
+func Force(key string, floor int64, fenceTTL time.Duration, waitKey string) Call {
+	return Call{Script: forceScript, Keys: []string{key, FenceKey(key)}, Args: []string{strconv.FormatInt(floor, 10), ms(fenceTTL), waitKey}, Decode: decodeForce}
+}
+
+// Elect returns the call that records, where key holds token, the lock's
+// fence as the election's term, keeping the record fenceTTL, and
+// announces the new leader. Its reply: OK, Absent or Taken, as for
+// Release.
+func Elect(key, token string, fence int64, fenceTTL time.Duration) Call {
+	return Call{Script: electScript, Keys: []string{key, TermKey(key)}, Args: []string{token, strconv.FormatInt(fence, 10), ms(fenceTTL)}, Decode: decodeStatus}
+}
+
+// Leader returns the call that reads the leader of the election on key
+// and changes nothing. Its reply: OK with Holder, Owner (the leader's
+// value) and TTL of the lock, and the recorded term in Fence.
+func Leader(key string) Call {
+	return Call{Script: leaderScript, Keys: []string{key, TermKey(key)}, Decode: decodeLeader}
+}
+
+// ms returns d in whole milliseconds, as the scripts take time.
+func ms(d time.Duration) string {
+	return strconv.FormatInt(d.Milliseconds(), 10)
+}

@@ -1,0 +1,210 @@
+package wire
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"strconv"
+	"strings"
+)
+
+// The names of the client's own records and channels. Every script call
+// touches the lock key and some of these records, and a Redis Cluster node
+// runs a script only if all its keys are in one hash slot (else
+// CROSSSLOT). So each record is named to hash to the slot of the lock key
+// it serves, whatever bytes that key holds.
+//
+// Redis hashes a key by its hash tag, the bytes between the first "{" and
+// the first "}" after it, when there are any; else by the whole key. A lock
+// key with a tag keeps its fence counter's name, "redlock:fence:" + key,
+// which has the same tag. Any other key gets "redlock:fence:{T}" + key,
+// where T is the slot's tag: four bytes from "@" to "O" whose CRC16 is the
+// key's slot (see slotTag). The node's marker is one hash per slot,
+// "redlock:node:{T}": at most 16384 of them, however many keys are locked.
+const (
+	fencePrefix  = "redlock:fence:"  // each lock's fence counter
+	markerPrefix = "redlock:node:"   // each slot's node marker
+	permitPrefix = "redlock:permit:" // each slot of a semaphore
+	termPrefix   = "redlock:term:"   // each election's term record
+	// legacyMarker is a name that earlier releases wrote a node marker
+	// under; no lock may take it.
+	legacyMarker = "redlock:node"
+
+	releasedPrefix = "redlock:released:" // the channel of each key's releases
+	leaderPrefix   = "redlock:leader:"   // the channel of each election's new leaders
+)
+
+// The fields of a node marker, the hash that MarkerKey names (see
+// lua/node.lua).
+const (
+	// MarkerStart is when the node's process started, or was promoted
+	// from replica to master, in microseconds of the node's clock.
+	MarkerStart = "start"
+	// MarkerMaxTTL is the largest lock TTL used in the slot since then,
+	// in milliseconds.
+	MarkerMaxTTL = "maxttl"
+	// MarkerReplID is the replication ID the marker last saw.
+	MarkerReplID = "replid"
+)
+
+// FenceKey returns the name of the counter from which a node draws the
+// fences of the lock on key. It hashes to the same cluster slot as key.
+func FenceKey(key string) string {
+	return fencePrefix + slotSafe(key)
+}
+
+// MarkerKey returns the name of the hash in which a node records when its
+// process started, the largest TTL used on it and its replication ID, for
+// the locks in key's cluster slot. It hashes to the same slot as key.
+func MarkerKey(key string) string {
+	return markerPrefix + "{" + slotTag(Slot(key)) + "}"
+}
+
+// PermitKey returns the name of the lock key that holds slot i of the
+// semaphore on key. It hashes to the same cluster slot as key.
+func PermitKey(key string, i int) string {
+	return permitPrefix + strconv.Itoa(i) + ":" + slotSafe(key)
+}
+
+// TermKey returns the name of the record in which the leader of the
+// election on key names its term. It hashes to the same cluster slot as
+// key.
+func TermKey(key string) string {
+	return termPrefix + slotSafe(key)
+}
+
+// ReleasedChannel returns the channel on which the release of key is
+// announced, so that waiters wake.
+func ReleasedChannel(key string) string { return releasedPrefix + key }
+
+// LeaderChannel returns the channel on which a new leader of the election
+// on key is announced.
+func LeaderChannel(key string) string { return leaderPrefix + key }
+
+// Reserved reports whether key names one of the client's own records,
+// which no lock may take.
+func Reserved(key string) bool {
+	return key == legacyMarker || strings.HasPrefix(key, markerPrefix) || strings.HasPrefix(key, fencePrefix) ||
+		strings.HasPrefix(key, permitPrefix) || strings.HasPrefix(key, termPrefix)
+}
+
+// TokenID returns the ID of the token in a lock key's value, which is the
+// token, a space and the owner's label: the first 12 hex digits of the
+// token's SHA-1, as holder in lua/holder.lua computes it. It names an
+// acquisition without giving away the token, which lets its bearer release
+// the lock.
+func TokenID(value string) string {
+	token, _, _ := strings.Cut(value, " ")
+	sum := sha1.Sum([]byte(token))
+	return hex.EncodeToString(sum[:6])
+}
+
+// slotSafe returns key, or key behind the tag of its slot if it has no
+// tag of its own: appended to a prefix without braces, it hashes to key's
+// slot.
+func slotSafe(key string) string {
+	if _, ok := hashTag(key); ok {
+		return key
+	}
+	return "{" + slotTag(Slot(key)) + "}" + key
+}
+
+// hashTag returns the part of key that Redis Cluster hashes when it is not
+// the whole key.
+func hashTag(key string) (string, bool) {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return "", false
+	}
+	n := strings.IndexByte(key[open+1:], '}')
+	if n <= 0 {
+		return "", false
+	}
+	return key[open+1 : open+1+n], true
+}
+
+// Slot returns the Redis Cluster hash slot of key.
+func Slot(key string) uint16 {
+	if tag, ok := hashTag(key); ok {
+		key = tag
+	}
+	return crc16(key) & (Slots - 1)
+}
+
+// Slots is the number of hash slots of a Redis Cluster.
+const Slots = 16384
+
+// crc16 is the CRC16 that Redis Cluster uses: CCITT polynomial 0x1021,
+// initial value 0, no reflection (XMODEM).
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// A CRC with initial value 0 is linear over GF(2) for messages of one
+// length: crc(a ^ b) = crc(a) ^ crc(b). slotTag uses this to find, for any
+// slot, four bytes in 0x40–0x4F ("@" to "O", no braces) that hash to it:
+// the low nibbles of the four bytes are 16 free bits, and the CRC maps them
+// to the 16 bits of the result one to one. tagBase is the CRC of "@@@@"
+// and tagInverse[b] the nibbles that flip bit b of the CRC alone.
+var tagBase, tagInverse = tagSolver()
+
+// slotTag returns the four-byte tag of a slot.
+func slotTag(slot uint16) string {
+	var nibbles uint16
+	need := slot ^ tagBase // the wanted CRC has its top two bits zero
+	for b := range 16 {
+		if need&(1<<b) != 0 {
+			nibbles ^= tagInverse[b]
+		}
+	}
+	var t [4]byte
+	for i := range t {
+		t[i] = '@' | byte(nibbles>>(4*i))&0xF
+	}
+	return string(t[:])
+}
+
+// tagSolver inverts the map from the tag's nibbles to its CRC by Gaussian
+// elimination. The map is invertible (TestSlotTag checks every slot); if it
+// were not, some slot would get a wrong tag and the test would say so.
+func tagSolver() (base uint16, inverse [16]uint16) {
+	const zero = "@@@@"
+	base = crc16(zero)
+	// rows[i]: the CRC change (low 16 bits) and, above them, the nibble
+	// bits that cause it.
+	var rows [16]uint32
+	for i := range rows {
+		b := []byte(zero)
+		b[i/4] ^= 1 << (i % 4)
+		rows[i] = uint32(crc16(string(b))^base) | 1<<(16+i)
+	}
+	for col := range 16 {
+		p := col
+		for p < 16 && rows[p]&(1<<col) == 0 {
+			p++
+		}
+		if p == 16 {
+			continue
+		}
+		rows[col], rows[p] = rows[p], rows[col]
+		for i := range rows {
+			if i != col && rows[i]&(1<<col) != 0 {
+				rows[i] ^= rows[col]
+			}
+		}
+	}
+	for b := range inverse {
+		inverse[b] = uint16(rows[b] >> 16)
+	}
+	return base, inverse
+}

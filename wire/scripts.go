@@ -1,0 +1,71 @@
+package wire
+
+import (
+	_ "embed"
+
+	"github.com/quorumlock/redlock/driver"
+)
+
+var (
+	//go:embed lua/node.lua
+	nodeSrc string
+	//go:embed lua/acquire.lua
+	acquireSrc string
+	//go:embed lua/release.lua
+	releaseSrc string
+	//go:embed lua/extend.lua
+	extendSrc string
+	//go:embed lua/probe.lua
+	probeSrc string
+	//go:embed lua/holder.lua
+	holderSrc string
+	//go:embed lua/inspect.lua
+	inspectSrc string
+	//go:embed lua/force.lua
+	forceSrc string
+	//go:embed lua/acquire_all.lua
+	acquireAllSrc string
+	//go:embed lua/release_all.lua
+	releaseAllSrc string
+	//go:embed lua/extend_all.lua
+	extendAllSrc string
+	//go:embed lua/acquire_permit.lua
+	acquirePermitSrc string
+	//go:embed lua/release_permit.lua
+	releasePermitSrc string
+	//go:embed lua/elect.lua
+	electSrc string
+	//go:embed lua/leader.lua
+	leaderSrc string
+
+	acquireScript = driver.NewScript("acquire", nodeSrc+acquireSrc)
+	releaseScript = driver.NewScript("release", releaseSrc)
+	extendScript  = driver.NewScript("extend", extendSrc)
+	probeScript   = driver.NewScript("probe", nodeSrc+probeSrc)
+	// inspect writes nothing, which its flags tell Redis, so that it runs
+	// on replicas and on a node out of memory too.
+	inspectScript = driver.NewScript("inspect", "#!lua flags=no-writes\n"+holderSrc+inspectSrc)
+	forceScript   = driver.NewScript("force", holderSrc+forceSrc)
+
+	// The scripts of a lock on several keys.
+	acquireAllScript = driver.NewScript("acquire_all", nodeSrc+acquireAllSrc)
+	releaseAllScript = driver.NewScript("release_all", releaseAllSrc)
+	extendAllScript  = driver.NewScript("extend_all", extendAllSrc)
+
+	// The scripts of a semaphore; a permit is extended as a lock on its
+	// slot's key.
+	acquirePermitScript = driver.NewScript("acquire_permit", nodeSrc+acquirePermitSrc)
+	releasePermitScript = driver.NewScript("release_permit", releasePermitSrc)
+
+	// The scripts of an election, besides the lock's.
+	electScript  = driver.NewScript("elect", holderSrc+electSrc)
+	leaderScript = driver.NewScript("leader", "#!lua flags=no-writes\n"+holderSrc+leaderSrc)
+)
+
+// Scripts returns every script the client may run, so that a node can
+// load them ahead of time (SCRIPT LOAD), and a test can run them alone.
+func Scripts() []*driver.Script {
+	return []*driver.Script{acquireScript, releaseScript, extendScript, probeScript, inspectScript, forceScript,
+		acquireAllScript, releaseAllScript, extendAllScript, acquirePermitScript, releasePermitScript,
+		electScript, leaderScript}
+}
