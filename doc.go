@@ -152,21 +152,22 @@
 // # Keys
 //
 // Besides each lock key, the client writes the lock's fence counter
-// ([FenceKey]), which expires ten TTLs (at least a minute) after the last
-// grant, and, per Redis Cluster hash slot, a hash ([MarkerKey]) with the
-// process start time, the largest TTL used in the slot, the last LASTSAVE
-// and the replication ID seen. Both hash to the lock key's slot, so that
-// every script's keys are in one slot, as a cluster node requires, for any
-// key. A semaphore's slots ([PermitKey]) and an election's term record
-// ([TermKey]) are named the same way. Lock keys named like them
-// ("redlock:fence:…", "redlock:node…", "redlock:permit:…",
-// "redlock:term:…") are rejected. A lock key's value is the acquisition's random token, a space
+// ([wire.FenceKey]), which expires ten TTLs (at least a minute) after the
+// last grant, and, per Redis Cluster hash slot, a hash ([wire.MarkerKey])
+// with the process start time, the largest TTL used in the slot, the last
+// LASTSAVE and the replication ID seen. Both hash to the lock key's slot,
+// so that every script's keys are in one slot, as a cluster node requires,
+// for any key. A semaphore's slots ([wire.PermitKey]) and an election's
+// term record ([wire.TermKey]) are named the same way. Lock keys named
+// like them ("redlock:fence:…", "redlock:node…", "redlock:permit:…",
+// "redlock:term:…") are rejected; [CheckKey] says whether a key may be
+// locked. A lock key's value is the acquisition's random token, a space
 // and the owner's label (Options.Owner).
 //
 // # Semaphores
 //
 // [Client.Semaphore] hands out at most n permits on a key at once. A
-// permit is a lock on one of n slots ([PermitKey]), and holds the lock's
+// permit is a lock on one of n slots ([wire.PermitKey]), and holds the lock's
 // guarantees on its slot: under the assumptions of Guarantees, no two
 // valid permits share a slot, so at most n permits are valid at any
 // moment. A node grants a round the first free slot in an order the round
@@ -181,14 +182,14 @@
 // # Leader election
 //
 // [Client.Election] elects one leader at a time among the candidates that
-// [Election.Campaign] on a key. Leadership is a lock whose token carries
+// [Election.Campaign] on a key. Leadership is a [Lock] whose token carries
 // the leader's value, renewed in the background while the process runs,
 // and lost, visibly, when it cannot be renewed within its validity: the
-// leadership's Context ends. At most one candidate leads at any moment,
-// under the lock's assumptions. The term ([Leadership.Term]) is the lock's
-// fence, so terms rise from each leader to the next under the assumptions
-// of Fencing tokens. Once it holds the lock, the new leader records its
-// term beside it ([TermKey]); [Election.Leader] and [Election.Observe]
+// Lock's Context ends. Release resigns. At most one candidate leads at any
+// moment, under the lock's assumptions. The term is the Lock's Fence, so
+// terms rise from each leader to the next under the assumptions of
+// Fencing tokens. Once it holds the lock, the new leader records its term
+// beside it ([wire.TermKey]); [Election.Leader] and [Election.Observe]
 // report a leader only once a quorum holds both, so a reader's term is the
 // leader's own.
 //
@@ -212,7 +213,8 @@
 // token. [Client.ForceRelease] removes a lock whose owner is gone, raising
 // the fence floor so that the removed owner's late writes fail their
 // fence checks. [Semaphore.Inspect] and [Semaphore.ForceRelease] do the
-// same for a semaphore's slots.
+// same for a semaphore's slots. [Client.States] tells what the client last
+// saw of each node, and [Client.Probe] asks every node afresh.
 //
 // # What is not guaranteed
 //
