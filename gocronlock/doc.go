@@ -47,10 +47,13 @@
 //
 // # Leadership
 //
-// An Elector's Run campaigns for the lock on one key, and holds it, kept
-// alive in the background, for as long as it can: that instance leads.
-// gocron asks Elector.IsLeader before each run. The leadership ends when
-// the lock is lost or when Run returns; [Term.Context] ends then, and
+// An Elector's Run campaigns in the redlock.Election on one key
+// (Client.Election): it takes the election's lock, records its term on
+// the nodes, and holds the lock, kept alive in the background, for as
+// long as it can: that instance leads. Election.Leader and
+// Election.Observe on the same key tell who leads. gocron asks
+// Elector.IsLeader before each run. The leadership ends when the lock is
+// lost or when Run returns; [Term.Context] ends then, and
 // [Elector.Elected] waits for the next term. After the loss of the lock,
 // another instance may lead while the former leader's runs that have
 // started carry on: runs that must not overlap should stop when the

@@ -17,12 +17,13 @@ import (
 // selects the documented default; a nil *ElectorOptions selects all
 // defaults.
 type ElectorOptions struct {
-	// TTL is the time to live of the lock that the leader holds. The
-	// leader extends it each time a third of TTL has passed
-	// (redlock.Lock.AutoExtend), so a leader that dies, or that is cut
-	// off from the nodes, keeps the other instances from leading for at
-	// most TTL. A failed campaign is tried again after a third of TTL.
-	// Default DefaultElectorTTL, 15 seconds.
+	// TTL is the election's ttl (redlock.Client.Election): the time to
+	// live of the lock that the leader holds. The leader extends it each
+	// time a third of TTL has passed (redlock.Lock.AutoExtend), so a
+	// leader that dies, or that is cut off from the nodes, keeps the
+	// other instances from leading for at most TTL. A failed campaign is
+	// tried again after a third of TTL. Every instance should use the
+	// same TTL. Default DefaultElectorTTL, 15 seconds.
 	TTL time.Duration
 
 	// Logger receives a record of each term that begins or ends, and of
@@ -35,14 +36,21 @@ type ElectorOptions struct {
 // Give it to gocron.WithDistributedElector, and call Run, which campaigns
 // for the leadership until its context ends.
 //
-// The leader is the instance that holds the lock on the Elector's key on
-// the nodes of a redlock.Client; it keeps the lock alive in the
-// background for as long as it leads. A period of leadership is a Term.
-// The leadership ends when the lock is lost, as when the leader cannot
-// reach a quorum of the nodes in time, or when Run returns, which
-// releases the lock so that another instance takes over at once. The end
-// is visible: the Term's context ends, with the cause; IsLeader returns
-// an error from then on; Elected waits for the next term.
+// The leader is the leader of the redlock.Election on the Elector's key
+// (redlock.Client.Election): the instance whose campaign won the lock on
+// that key on the nodes of a redlock.Client and recorded its term there.
+// The lock is kept alive in the background for as long as the instance
+// leads. A period of leadership is a Term. The leadership ends when the
+// lock is lost, as when the leader cannot reach a quorum of the nodes in
+// time, or when Run returns, which releases the lock so that another
+// instance takes over at once. The end is visible: the Term's context
+// ends, with the cause; IsLeader returns an error from then on; Elected
+// waits for the next term.
+//
+// Because the Elector leads a redlock.Election, a program that does not
+// campaign can learn who leads with Election.Leader or Election.Observe
+// on the same key: the leader's value is the Options.Owner of its
+// Client, and its term is its Term's Fence.
 //
 // gocron asks IsLeader before each run, and does not stop a run that has
 // started when the leadership ends. A run that must not overlap a run on
@@ -52,11 +60,11 @@ type ElectorOptions struct {
 // An Elector is safe for concurrent use by multiple goroutines and
 // schedulers.
 type Elector struct {
-	c       *redlock.Client
-	key     string
-	ttl     time.Duration
-	log     *slog.Logger
-	running atomic.Bool // Run is running
+	election *redlock.Election
+	key      string
+	ttl      time.Duration
+	log      *slog.Logger
+	running  atomic.Bool // Run is running
 
 	mu      sync.Mutex    // guards the fields below
 	term    *Term         // the current term; nil when not leading
@@ -66,9 +74,9 @@ type Elector struct {
 
 var _ gocron.Elector = (*Elector)(nil)
 
-// A Term is one period of leadership of an Elector: from the moment it
-// obtained the lock on its key to the loss or the release of that lock.
-// A Term is safe for concurrent use.
+// A Term is one period of leadership of an Elector: from the moment its
+// campaign won (redlock.Election.Campaign returned its lock) to the loss
+// or the release of that lock. A Term is safe for concurrent use.
 type Term struct {
 	lock   *redlock.Lock
 	ctx    context.Context
@@ -82,11 +90,11 @@ type Term struct {
 // use it.
 func (t *Term) Context() context.Context { return t.ctx }
 
-// Fence returns the term's fencing token: the fence of the lock the
-// leader holds (see redlock.Lock.Fence), greater than the fence of every
-// earlier term on the same key. A resource that refuses writes with a
-// fence below the largest it has seen refuses a former leader that has
-// not noticed the end of its term.
+// Fence returns the term's fencing token: the election's term, which is
+// the fence of the lock the leader holds (see redlock.Lock.Fence),
+// greater than the fence of every earlier term on the same key. A
+// resource that refuses writes with a fence below the largest it has
+// seen refuses a former leader that has not noticed the end of its term.
 func (t *Term) Fence() int64 { return t.lock.Fence() }
 
 // NewElector returns an Elector that campaigns for the lock on key on c's
@@ -113,34 +121,39 @@ func NewElector(c *redlock.Client, key string, opts *ElectorOptions) (*Elector, 
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Elector{c: c, key: key, ttl: o.TTL, log: o.Logger, changed: make(chan struct{})}, nil
+	return &Elector{election: c.Election(key, o.TTL), key: key, ttl: o.TTL, log: o.Logger, changed: make(chan struct{})}, nil
 }
 
 // Run campaigns for the leadership until ctx is done, and then returns
 // ctx.Err().
 //
-// While another instance leads, Run waits for the lock with Client.Lock,
-// which takes it as soon as the leader releases it or it expires. Once it
-// holds the lock, the Elector leads: Run keeps the lock alive with
-// AutoExtend until it is lost, and then campaigns again. When ctx is
-// done, Run ends the term and releases the lock before it returns, so
-// that another instance can lead at once; the release is not cut short
-// by ctx (see redlock.Lock.Release).
+// A campaign is a call of redlock.Election.Campaign. While another
+// instance leads, it waits for the lock as Client.Lock does, and takes it
+// as soon as the leader releases it or it expires; it then records the
+// new term on the nodes, and returns. From then on the Elector leads: the
+// lock renews itself in the background (redlock.Lock.AutoExtend) until
+// it is lost, and then Run campaigns again. When ctx is done, Run ends
+// the term and releases the lock before it returns, so that another
+// instance can lead at once; the release is not cut short by ctx (see
+// redlock.Lock.Release).
 //
 // A campaign that fails otherwise than for ctx, as when the Client's
 // Options.Tries runs out or the nodes refuse the lock
 // (redlock.ErrRefused), is recorded to Logger and tried again after a
-// third of the TTL; meanwhile IsLeader's error wraps the failure. A key
-// or TTL that the Client rejects makes Run return at once with an error
-// wrapping redlock.ErrInvalid. Run may be called again after it has
-// returned; while a call is running, another returns ErrRunning.
+// third of the TTL; meanwhile IsLeader's error wraps the failure. A
+// campaign that takes the lock but cannot record its term on a quorum of
+// the nodes within the lock's validity does not fail: Campaign gives the
+// lock up and campaigns on by itself. A key or TTL that the Client
+// rejects makes Run return at once with an error wrapping
+// redlock.ErrInvalid. Run may be called again after it has returned;
+// while a call is running, another returns ErrRunning.
 func (e *Elector) Run(ctx context.Context) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return ErrRunning
 	}
 	defer e.running.Store(false)
 	for {
-		l, err := e.c.Lock(ctx, e.key, e.ttl)
+		l, err := e.election.Campaign(ctx, "")
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -156,7 +169,6 @@ func (e *Elector) Run(ctx context.Context) error {
 			continue
 		}
 		t := e.begin(l)
-		l.AutoExtend(0)
 		select {
 		case <-t.ctx.Done():
 			e.end(t)
@@ -174,7 +186,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	}
 }
 
-// begin starts a term on the lock l.
+// begin starts a term on the lock l, which Campaign returned.
 func (e *Elector) begin(l *redlock.Lock) *Term {
 	ctx, cancel := context.WithCancelCause(l.Context())
 	t := &Term{lock: l, ctx: ctx, cancel: cancel}
@@ -220,8 +232,8 @@ func (e *Elector) current() (*Term, <-chan struct{}, error) {
 	return t, e.changed, e.failed
 }
 
-// IsLeader returns nil if the Elector leads: Run holds the lock on its
-// key and the lock is within its validity. Otherwise it returns
+// IsLeader returns nil if the Elector leads: Run's campaign has won, and
+// its lock is within its validity, neither lost nor released. Otherwise it returns
 // ErrNotLeader, or, when the last campaign failed, an error that wraps
 // both ErrNotLeader and the campaign's error. It answers from what Run
 // knows, without a round trip to the nodes, and does not use its
