@@ -244,10 +244,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 // deadline kept from being sent (then with Rounds n-1), fails with the
 // context's error in ctxErr.
 func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n int) (*Lock, *OpError) {
-	e := &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n}
-	if e.ctxErr = expired(ctx); e.ctxErr != nil {
-		e.Rounds = n - 1
-		return nil, e
+	if err := expired(ctx); err != nil {
+		return nil, &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n - 1, ctxErr: err}
 	}
 	// Step 1: a fresh token, which carries the owner's label; t0 is read
 	// in send, just before the first request goes out.
@@ -272,6 +270,7 @@ func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n in
 	// Step 4: the lock is valid until t0 + ttl − drift, on the client's
 	// monotonic clock.
 	var l *Lock
+	var e *OpError
 	var clean *round
 	if valid {
 		_, slot := r.votes()
@@ -283,18 +282,15 @@ func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n in
 	} else {
 		// Step 5: a failed round is undone on every node.
 		clean = c.cleanUp(ctx, ks.Name, r)
-		e.Nodes, e.Err = r.results, r.acquireFailure(granted)
-		e.ctxErr = expired(ctx)
+		e = &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n, Nodes: r.results,
+			Err: r.acquireFailure(granted), ctxErr: expired(ctx)}
 	}
 	c.hooks.round(ctx, "acquire", ks.Name, n, r)
 	if clean != nil {
 		c.hooks.round(ctx, "cleanup", ks.Name, n, clean)
 	}
 	c.heard(ctx, r, q)
-	if l == nil {
-		return nil, e
-	}
-	return l, nil
+	return l, e
 }
 
 // newToken returns the value of a fresh acquisition: a random token, 24

@@ -49,7 +49,7 @@ const (
 // FenceKey returns the name of the counter from which a node draws the
 // fences of the lock on key. It hashes to the same cluster slot as key.
 func FenceKey(key string) string {
-	return fencePrefix + slotSafe(key)
+	return inSlot(fencePrefix, key)
 }
 
 // MarkerKey returns the name of the hash in which a node records when its
@@ -62,14 +62,14 @@ func MarkerKey(key string) string {
 // PermitKey returns the name of the lock key that holds slot i of the
 // semaphore on key. It hashes to the same cluster slot as key.
 func PermitKey(key string, i int) string {
-	return permitPrefix + strconv.Itoa(i) + ":" + slotSafe(key)
+	return inSlot(permitPrefix+strconv.Itoa(i)+":", key)
 }
 
 // TermKey returns the name of the record in which the leader of the
 // election on key names its term. It hashes to the same cluster slot as
 // key.
 func TermKey(key string) string {
-	return termPrefix + slotSafe(key)
+	return inSlot(termPrefix, key)
 }
 
 // ReleasedChannel returns the channel on which the release of key is
@@ -98,14 +98,14 @@ func TokenID(value string) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-// slotSafe returns key, or key behind the tag of its slot if it has no
-// tag of its own: appended to a prefix without braces, it hashes to key's
-// slot.
-func slotSafe(key string) string {
+// inSlot returns prefix, which has no braces, followed by key, or by key
+// behind the tag of its slot if key has no tag of its own: a name that
+// hashes to key's slot. It is one concatenation, one allocation.
+func inSlot(prefix, key string) string {
 	if _, ok := hashTag(key); ok {
-		return key
+		return prefix + key
 	}
-	return "{" + slotTag(Slot(key)) + "}" + key
+	return prefix + "{" + slotTag(Slot(key)) + "}" + key
 }
 
 // hashTag returns the part of key that Redis Cluster hashes when it is not
