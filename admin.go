@@ -304,7 +304,7 @@ func (c *Client) forceRelease(ctx context.Context, key, waitKey string) ([]KeyVi
 	ctx, ev := c.hooks.begin(ctx, "force-release", key)
 	// The fence floor: the removed owner's fence is no more than the
 	// counter of a node that granted it, or, where that counter has been
-	// lost since, than that node's clock (see lua/acquire.lua). The
+	// lost since, than that node's clock (see wire/lua/acquire.lua). The
 	// counters it raises live as long as the largest TTL any node records
 	// would make them.
 	floor, maxTTL := c.fenceFloor(ctx, key)

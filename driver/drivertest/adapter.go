@@ -352,7 +352,7 @@ func inspectStep(key string, want any) step {
 	return step{"inspect", []string{key, wire.FenceKey(key), wire.MarkerKey(key)}, nil, want}
 }
 
-// The arguments of the scripts (lua/*.lua) are spelt out here only, as the
+// The arguments of the scripts (wire/lua/*.lua) are spelt out here only, as the
 // lock client passes them, with no quarantine.
 const fenceTTL = "600000" // ms
 
