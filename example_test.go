@@ -51,7 +51,7 @@ func Example() {
 // Lock waits while another owner holds the lock, and returns once that
 // owner releases it (or its TTL runs out).
 func ExampleClient_Lock() {
-	nodes := []redlock.Node{newMemoryNode("redis-a:6379"), newMemoryNode("redis-b:6379"), newMemoryNode("redis-c:6379")}
+	nodes := memoryNodes(3)
 	c, err := redlock.New(nodes, nil)
 	if err != nil {
 		log.Fatal(err)
@@ -140,7 +140,7 @@ func ExampleClient_TryLock() {
 // A resource that refuses writes with a fence below the largest it has
 // accepted is safe even from an owner that paused past its deadline.
 func ExampleLock_Fence() {
-	nodes := []redlock.Node{newMemoryNode("redis-a:6379"), newMemoryNode("redis-b:6379"), newMemoryNode("redis-c:6379")}
+	nodes := memoryNodes(3)
 	c, err := redlock.New(nodes, nil)
 	if err != nil {
 		log.Fatal(err)
@@ -186,7 +186,7 @@ func ExampleLock_Fence() {
 // the lock runs out because the work takes longer than the TTL and nobody
 // extends it.
 func ExampleLock_Context() {
-	nodes := []redlock.Node{newMemoryNode("redis-a:6379"), newMemoryNode("redis-b:6379"), newMemoryNode("redis-c:6379")}
+	nodes := memoryNodes(3)
 	c, err := redlock.New(nodes, nil)
 	if err != nil {
 		log.Fatal(err)
@@ -213,7 +213,7 @@ func ExampleLock_Context() {
 
 // Extend gives the owner more time, counted from the extension.
 func ExampleLock_Extend() {
-	nodes := []redlock.Node{newMemoryNode("redis-a:6379"), newMemoryNode("redis-b:6379"), newMemoryNode("redis-c:6379")}
+	nodes := memoryNodes(3)
 	c, err := redlock.New(nodes, nil)
 	if err != nil {
 		log.Fatal(err)
@@ -242,7 +242,7 @@ func ExampleLock_Extend() {
 // The client's errors wrap the sentinel errors of this package; test for
 // them with errors.Is.
 func Example_errors() {
-	nodes := []redlock.Node{newMemoryNode("redis-a:6379"), newMemoryNode("redis-b:6379"), newMemoryNode("redis-c:6379")}
+	nodes := memoryNodes(3)
 	c, err := redlock.New(nodes, nil)
 	if err != nil {
 		log.Fatal(err)

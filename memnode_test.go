@@ -2,10 +2,12 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/driver"
 )
 
@@ -175,4 +177,14 @@ func (n *memoryNode) counter(now time.Time, key string) (int64, bool) {
 	}
 	c, err := strconv.ParseInt(v.s, 10, 64)
 	return c, err == nil
+}
+
+// memoryNodes returns n in-memory nodes named redis-a:6379, redis-b:6379
+// and so on.
+func memoryNodes(n int) []redlock.Node {
+	nodes := make([]redlock.Node, n)
+	for i := range nodes {
+		nodes[i] = newMemoryNode(fmt.Sprintf("redis-%c:6379", 'a'+i))
+	}
+	return nodes
 }
