@@ -120,30 +120,18 @@ func electionTarget(r *runner, c *redlock.Client) *target {
 			}
 			return "another candidate leads"
 		},
-		obtain: func(ctx context.Context, _ bool) (holding, []string, error) {
+		obtain: func(ctx context.Context, _ bool) (*redlock.Lock, []string, error) {
 			// One attempt is Options.Tries 1 (see runner.run).
 			l, err := e.Campaign(ctx, value)
 			if err != nil {
 				return nil, nil, err
 			}
 			term := strconv.FormatInt(l.Fence(), 10)
-			return leadership{l}, []string{"REDLOCK_KEY=" + key, "REDLOCK_TERM=" + term, "REDLOCK_FENCE=" + term,
+			return l, []string{"REDLOCK_KEY=" + key, "REDLOCK_TERM=" + term, "REDLOCK_FENCE=" + term,
 				"REDLOCK_VALUE=" + value, "REDLOCK_LOCK_ID=" + l.ID()}, nil
 		},
 	}
 }
-
-// leadership is a redlock.Lock as a holding.
-type leadership struct{ *redlock.Lock }
-
-// Fence returns the term, which is the fence of the election's lock.
-func (l leadership) Fence() int64 { return l.Fence() }
-
-// AutoExtend does nothing: a leadership renews itself.
-func (leadership) AutoExtend(int) {}
-
-// Release resigns.
-func (l leadership) Release(ctx context.Context) error { return l.Release(ctx) }
 
 // defaultValue returns "host:pid", as the lock client's default owner
 // label, for elect's --value.

@@ -194,15 +194,6 @@ type runner struct {
 	target func(r *runner, c *redlock.Client) *target
 }
 
-// A holding is what a runner holds while COMMAND runs: a *redlock.Lock, a
-// *redlock.Permit, or a leadership (see leadership).
-type holding interface {
-	Fence() int64
-	Context() context.Context
-	AutoExtend(limit int)
-	Release(ctx context.Context) error
-}
-
 // A target is what a runner obtains and holds while COMMAND runs. Its
 // texts complete the runner's messages.
 type target struct {
@@ -213,9 +204,10 @@ type target struct {
 	// although enough nodes can vote; it may ask the nodes.
 	taken func() string
 	// obtain obtains the target in one attempt when once, else waiting
-	// until it is obtained or ctx is done. It returns the variables that
-	// tell COMMAND about it, as NAME=value.
-	obtain func(ctx context.Context, once bool) (holding, []string, error)
+	// until it is obtained or ctx is done. It returns the lock that holds
+	// it (a permit's, or the leadership's), and the variables that tell
+	// COMMAND about it, as NAME=value.
+	obtain func(ctx context.Context, once bool) (*redlock.Lock, []string, error)
 }
 
 // childVars are the variables that runners set in COMMAND's environment.
@@ -232,7 +224,7 @@ func lockTarget(r *runner, c *redlock.Client) *target {
 		verb:  "acquired",
 		busy:  fmt.Sprintf("the lock %q is held by another owner", key),
 		taken: func() string { return "it is held by another owner" },
-		obtain: func(ctx context.Context, once bool) (holding, []string, error) {
+		obtain: func(ctx context.Context, once bool) (*redlock.Lock, []string, error) {
 			var l *redlock.Lock
 			var err error
 			if once {
@@ -257,7 +249,7 @@ func semaphoreTarget(r *runner, c *redlock.Client) *target {
 		verb:  "acquired",
 		busy:  fmt.Sprintf("all %d permits of the semaphore %q are held by others", n, key),
 		taken: func() string { return fmt.Sprintf("all %d permits are held by others", n) },
-		obtain: func(ctx context.Context, once bool) (holding, []string, error) {
+		obtain: func(ctx context.Context, once bool) (*redlock.Lock, []string, error) {
 			var p *redlock.Permit
 			var err error
 			if once {
@@ -268,7 +260,7 @@ func semaphoreTarget(r *runner, c *redlock.Client) *target {
 			if err != nil {
 				return nil, nil, err
 			}
-			return p, []string{"REDLOCK_KEY=" + key, "REDLOCK_FENCE=" + strconv.FormatInt(p.Fence(), 10), "REDLOCK_LOCK_ID=" + p.ID(),
+			return p.Lock, []string{"REDLOCK_KEY=" + key, "REDLOCK_FENCE=" + strconv.FormatInt(p.Fence(), 10), "REDLOCK_LOCK_ID=" + p.ID(),
 				"REDLOCK_SLOT=" + strconv.Itoa(p.Slot()), "REDLOCK_PERMITS=" + strconv.Itoa(n)}, nil
 		},
 	}
@@ -322,20 +314,20 @@ func (r *runner) run() error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 
-	h, vars, err := r.acquire(c, tg, sigs)
+	l, vars, err := r.acquire(c, tg, sigs)
 	if err != nil {
 		return err
 	}
-	h.AutoExtend(0)
-	hctx := h.Context()
+	l.AutoExtend(0) // a leadership's lock extends itself already: no effect
+	lctx := l.Context()
 
 	ch, err := startChild(r.argv, childEnv(vars))
 	if err != nil {
-		h.Release(context.Background())
+		l.Release(context.Background())
 		return err
 	}
-	lost := r.supervise(ch, tg, hctx, sigs)
-	relErr := h.Release(context.Background())
+	lost := r.supervise(ch, tg, lctx, sigs)
+	relErr := l.Release(context.Background())
 	if lost != nil {
 		return exitf(exitLockLost, "the command was stopped because %s was lost (exit status %d)", tg.what, exitLockLost)
 	}
@@ -365,7 +357,7 @@ func childEnv(vars []string) []string {
 }
 
 // acquire obtains the target as --wait says. A signal ends the wait.
-func (r *runner) acquire(c *redlock.Client, tg *target, sigs <-chan os.Signal) (holding, []string, error) {
+func (r *runner) acquire(c *redlock.Client, tg *target, sigs <-chan os.Signal) (*redlock.Lock, []string, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if r.flags.waitGiven && r.flags.wait > 0 {
@@ -373,14 +365,14 @@ func (r *runner) acquire(c *redlock.Client, tg *target, sigs <-chan os.Signal) (
 		defer cancel()
 	}
 	type result struct {
-		h    holding
+		l    *redlock.Lock
 		vars []string
 		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
 		var res result
-		res.h, res.vars, res.err = tg.obtain(ctx, r.once())
+		res.l, res.vars, res.err = tg.obtain(ctx, r.once())
 		done <- res
 	}()
 	tick := time.NewTicker(time.Second)
@@ -392,11 +384,11 @@ func (r *runner) acquire(c *redlock.Client, tg *target, sigs <-chan os.Signal) (
 			if res.err != nil {
 				return nil, nil, r.acquireError(c, tg, res.err)
 			}
-			return res.h, res.vars, nil
+			return res.l, res.vars, nil
 		case sig := <-sigs:
 			cancel()
-			if res := <-done; res.h != nil {
-				res.h.Release(context.Background())
+			if res := <-done; res.l != nil {
+				res.l.Release(context.Background())
 			}
 			return nil, nil, exitf(exitSignalBase+signalNumber(sig), "interrupted by %v while waiting for %s", sig, tg.what)
 		case <-tick.C:
@@ -539,15 +531,15 @@ func resultText(n redlock.NodeResult) string {
 }
 
 // supervise waits for COMMAND to exit, passing signals on to it and
-// stopping it if the target, whose context is hctx, is lost. It returns
+// stopping it if the target, whose context is lctx, is lost. It returns
 // why the target was lost, or nil if it was not.
-func (r *runner) supervise(ch *child, tg *target, hctx context.Context, sigs <-chan os.Signal) (lost error) {
+func (r *runner) supervise(ch *child, tg *target, lctx context.Context, sigs <-chan os.Signal) (lost error) {
 	exited := make(chan struct{})
 	go func() {
 		ch.wait()
 		close(exited)
 	}()
-	lockDone := hctx.Done()
+	lockDone := lctx.Done()
 	var kill <-chan time.Time
 	for {
 		select {
@@ -561,7 +553,7 @@ func (r *runner) supervise(ch *child, tg *target, hctx context.Context, sigs <-c
 			ch.forward(sig)
 		case <-lockDone:
 			lockDone = nil
-			cause := context.Cause(hctx)
+			cause := context.Cause(lctx)
 			if errors.Is(cause, redlock.ErrReleased) {
 				continue // not before COMMAND exits
 			}
