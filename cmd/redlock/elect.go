@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/quorumlock/redlock"
 	"github.com/spf13/cobra"
@@ -90,9 +87,6 @@ Exit status:
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("value") {
-				rf.owner = defaultValue()
-			}
 			r := &runner{flags: rf, nf: nf, stderr: cmd.ErrOrStderr(), key: key, argv: argv, target: electionTarget}
 			return r.run()
 		},
@@ -121,37 +115,21 @@ func electionTarget(r *runner, c *redlock.Client) *target {
 			return "another candidate leads"
 		},
 		obtain: func(ctx context.Context, _ bool) (*redlock.Lock, []string, error) {
-			// One attempt is Options.Tries 1 (see runner.run).
+			// One attempt is Options.Tries 1 (see runner.run). Without
+			// --value, value and the client's Options.Owner are empty: the
+			// library's default owner label stands for both.
 			l, err := e.Campaign(ctx, value)
 			if err != nil {
 				return nil, nil, err
 			}
+			// The value the leader shows is the label its token carries,
+			// after the space (see Lock.Token).
+			_, shown, _ := strings.Cut(l.Token(), " ")
 			term := strconv.FormatInt(l.Fence(), 10)
 			return l, []string{"REDLOCK_KEY=" + key, "REDLOCK_TERM=" + term, "REDLOCK_FENCE=" + term,
-				"REDLOCK_VALUE=" + value, "REDLOCK_LOCK_ID=" + l.ID()}, nil
+				"REDLOCK_VALUE=" + shown, "REDLOCK_LOCK_ID=" + l.ID()}, nil
 		},
 	}
-}
-
-// defaultValue returns "host:pid", as the lock client's default owner
-// label, for elect's --value.
-func defaultValue() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown-host"
-	}
-	host = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return '?'
-		}
-		return r
-	}, strings.ToValidUTF8(host, "?"))
-	pid := ":" + strconv.Itoa(os.Getpid())
-	for len(host)+len(pid) > redlock.MaxOwnerLen {
-		_, n := utf8.DecodeLastRuneInString(host)
-		host = host[:len(host)-n]
-	}
-	return host + pid
 }
 
 func newLeaderCmd(nf *nodeFlags) *cobra.Command {
