@@ -162,26 +162,30 @@ type statusReport struct {
 	Nodes     []nodeStatus `json:"nodes"`
 }
 
-// checkKey returns a usage error for a key the lock client would refuse.
+// checkKey returns a usage error, in the library's words, for a key that
+// the lock client refuses (see redlock.CheckKey), so that a command can
+// refuse it before it asks anything of a user or a node.
 func checkKey(key string) error {
-	switch {
-	case key == "":
-		return usagef("the lock key is empty")
-	case key == "redlock:node" || strings.HasPrefix(key, "redlock:node:") || strings.HasPrefix(key, "redlock:fence:"):
-		return usagef("the key %q is reserved for the lock client's own records", key)
+	if err := redlock.CheckKey(key); err != nil {
+		return usagef("%s", describeErr(err))
 	}
 	return nil
 }
 
-// checkLockKey is checkKey for the KEY of inspect and release, which
-// also points from a permit's own key to the semaphore's.
+// checkLockKey is checkKey for the lock KEY of inspect and release. A
+// name that is not empty is refused as the name of one of the client's
+// records, and those include the slots of semaphores: the refusal points
+// to --permits, which names a slot by its semaphore's KEY.
 func checkLockKey(key string) error {
-	if strings.HasPrefix(key, "redlock:permit:") {
-		return usagef("the key %q is a permit of a semaphore, reserved for the lock client: "+
-			"give the semaphore's KEY with --permits N instead ('redlock inspect --permits N KEY' shows its slots, "+
-			"'redlock release --force --permits N --slot I KEY' frees one)", key)
+	err := redlock.CheckKey(key)
+	switch {
+	case err == nil:
+		return nil
+	case key == "":
+		return usagef("%s", describeErr(err))
 	}
-	return checkKey(key)
+	return usagef("%s; to read or free a slot of a semaphore, give the semaphore's KEY with --permits N "+
+		"('redlock inspect --permits N KEY' shows its slots, 'redlock release --force --permits N --slot I KEY' frees one)", describeErr(err))
 }
 
 func runInspect(ctx context.Context, w io.Writer, nf *nodeFlags, rf *reportFlags, key string) error {

@@ -162,7 +162,7 @@ func TestInspectPermits(t *testing.T) {
 		expect(t, run(t, "inspect", "--permits", n, nodes, "pool"), exitUsage,
 			fmt.Sprintf("--permits %s: a semaphore has from 1 to %d permits", n, redlock.MaxPermits))
 	}
-	expect(t, run(t, "inspect", nodes, wire.PermitKey("pool", 0)), exitUsage, "is a permit of a semaphore", "--permits N")
+	expect(t, run(t, "inspect", nodes, wire.PermitKey("pool", 0)), exitUsage, "reserved", "--permits N")
 	expect(t, run(t, "inspect", "--permits", "2", nodes, wire.PermitKey("pool", 0)), exitUsage, "reserved")
 
 	// Two nodes of three down: no slot can be told.
@@ -203,7 +203,7 @@ func TestReleasePermit(t *testing.T) {
 	expect(t, run(t, "release", "--force", "--permits", "3", "--slot", "0", nodes, "jobs"), exitUsage,
 		`cannot ask before removing the permit in slot 0 of the semaphore "jobs"`, "--yes")
 	expect(t, run(t, "release", "--force", "--yes", nodes, wire.PermitKey("jobs", 0)), exitUsage,
-		"is a permit of a semaphore", "--permits N --slot I")
+		"reserved", "--permits N --slot I")
 	expect(t, run(t, "inspect", "--permits", "3", nodes, "jobs"), 0, `semaphore "jobs": 3 of 3 permits held (slots 0, 1, 2); 0 free`)
 
 	// A run that waits for a permit: every slot is held for minutes.
