@@ -207,7 +207,7 @@ func runLeader(ctx context.Context, w io.Writer, nf *nodeFlags, rf *reportFlags,
 	case err == nil, errors.Is(err, redlock.ErrNoLeader):
 	case errors.Is(err, redlock.ErrInvalid):
 		return usagef("%s", describeErr(err))
-	case oe != nil && refusedQuorum(oe):
+	case oe != nil && refusedQuorum(oe.Nodes, oe.Quorum):
 		return &exitError{code: refusalStatus(oe), err: err,
 			msg: fmt.Sprintf("cannot tell who leads %q: %s", key, refusedText(oe))}
 	case errors.Is(err, redlock.ErrNoQuorum):
@@ -237,18 +237,6 @@ func runLeader(ctx context.Context, w io.Writer, nf *nodeFlags, rf *reportFlags,
 		return silentExit(exitFailure)
 	}
 	return nil
-}
-
-// refusedQuorum reports whether so many nodes refused a read that too
-// few of the others are left for a quorum.
-func refusedQuorum(oe *redlock.OpError) bool {
-	refused := 0
-	for _, n := range oe.Nodes {
-		if n.Outcome == redlock.Refused {
-			refused++
-		}
-	}
-	return refused > len(oe.Nodes)-oe.Quorum
 }
 
 // readQuorumText explains, node by node, why too few nodes answered a

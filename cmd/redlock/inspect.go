@@ -447,19 +447,17 @@ func newReport(ins *redlock.Inspection, quorum int, states []redlock.NodeState, 
 // that no quorum answered, an OpError that describes the refusals; nil
 // otherwise.
 func (rep *statusReport) refusal() *redlock.OpError {
-	refused := 0
 	results := make([]redlock.NodeResult, len(rep.Nodes))
 	for i, n := range rep.Nodes {
 		results[i] = redlock.NodeResult{Node: n.Node, Outcome: redlock.OK, Err: n.readErr}
 		switch {
 		case n.refused:
-			refused++
 			results[i].Outcome = redlock.Refused
 		case !n.Answered:
 			results[i].Outcome = redlock.Failed
 		}
 	}
-	if refused <= len(rep.Nodes)-rep.Quorum {
+	if !refusedQuorum(results, rep.Quorum) {
 		return nil
 	}
 	return &redlock.OpError{Op: "inspect", Key: rep.Key, Quorum: rep.Quorum, Rounds: 1, Nodes: results, Err: redlock.ErrRefused}
