@@ -356,7 +356,7 @@ func checkSlotRecords(ctx context.Context, mc *redis.Client, timeout time.Durati
 	var vals []any
 	var now time.Time
 	err := within(ctx, timeout, func(ctx context.Context) (err error) {
-		if vals, err = mc.HMGet(ctx, wire.MarkerKey(rec.Key), "start", "maxttl", "replid").Result(); err != nil {
+		if vals, err = mc.HMGet(ctx, wire.MarkerKey(rec.Key), wire.MarkerStart, wire.MarkerMaxTTL, wire.MarkerReplID).Result(); err != nil {
 			return err
 		}
 		now, err = mc.Time(ctx).Result()
