@@ -161,8 +161,10 @@ Exit status:
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("permits") && (rf.permits < 1 || rf.permits > redlock.MaxPermits) {
-				return usagef("--permits %d: a semaphore has from 1 to %d permits", rf.permits, redlock.MaxPermits)
+			if cmd.Flags().Changed("permits") {
+				if err := checkPermits(rf.permits); err != nil {
+					return err
+				}
 			}
 			r := &runner{flags: rf, nf: nf, stderr: cmd.ErrOrStderr(), key: key, argv: argv, target: lockTarget}
 			if rf.permits > 0 {
