@@ -370,7 +370,10 @@ func slotList(before string, slots []int, after string) string {
 // keyQuarantine returns how long a node must have run to vote for the
 // inspected key, as a client that has heard from every node that answered
 // asks it: the largest TTL any of them records for the key's cluster hash
-// slot, or --quarantine if that is longer; 0 with --no-quarantine.
+// slot, or --quarantine if that is longer; 0 with --no-quarantine. The
+// library judges quarantine only in the nodes' states (NodeState), by the
+// records of the slot that Probe reads; the KeyViews carry the records of
+// the key's slot (Age, MaxTTL) without a verdict, which newReport draws.
 func keyQuarantine(ins *redlock.Inspection, nf *nodeFlags) time.Duration {
 	if nf.noQuarantine {
 		return 0
