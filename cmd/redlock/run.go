@@ -510,7 +510,11 @@ func noQuorumText(c *redlock.Client, op *redlock.OpError) string {
 	return b.String()
 }
 
-// resultText describes what one node did in a round.
+// resultText describes what one node did in a round, after the node's
+// name, in the lists of nodes under the command's messages. It is not
+// NodeResult.String, which is for logs: that one names the node itself,
+// uses the Outcome's names ("ok", "taken"), adds each answer's latency and
+// gives durations unrounded.
 func resultText(n redlock.NodeResult) string {
 	switch n.Outcome {
 	case redlock.OK:
