@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/url"
 	"strings"
 	"time"
 
@@ -100,11 +99,7 @@ func openNodes(urls []string, ts *tlsSetup) (*nodeSet, error) {
 // that does not parse is a usage error whose text contains no user
 // information.
 func dialNode(raw string, opts ...goredisnode.DialOption) (*goredisnode.Node, error) {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok {
-			addSecret(p)
-		}
-	}
+	addURLSecret(raw)
 	n, err := goredisnode.Dial(raw, opts...)
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "goredisnode: ")

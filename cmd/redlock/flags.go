@@ -49,14 +49,17 @@ func (f *nodeFlags) urls() ([]string, error) {
 	}
 	var urls []string
 	for _, l := range lists {
-		urls = append(urls, strings.FieldsFunc(l, func(r rune) bool {
-			return r == ',' || r == ' ' || r == '\t' || r == '\n'
-		})...)
+		urls = append(urls, splitList(l)...)
 	}
 	if len(urls) == 0 {
 		return nil, usagef("no node URLs in %s", src)
 	}
 	return urls, nil
+}
+
+// splitList splits a list of node URLs separated by commas or white space.
+func splitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
 }
 
 // options returns the lock client options the flags ask for.

@@ -18,17 +18,12 @@ func registerSecrets(s string) {
 	if _, v, ok := strings.Cut(s, "="); ok && strings.HasPrefix(s, "-") {
 		s = v
 	}
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
-		if !strings.Contains(f, "@") {
+	for _, f := range splitList(s) {
+		if !strings.Contains(f, "@") || addURLSecret(f) {
 			continue
 		}
-		if u, err := url.Parse(f); err == nil && u.User != nil {
-			if p, ok := u.User.Password(); ok {
-				addSecret(p)
-			}
-			continue
-		}
-		// Not a URL that parses: hide what nodeurl.Redact hides.
+		// Not a URL that parses with user information: hide what
+		// nodeurl.Redact hides.
 		if userinfo, ok := nodeurl.Userinfo(f); ok {
 			if _, pw, ok := strings.Cut(userinfo, ":"); ok {
 				addSecret(pw)
@@ -37,6 +32,19 @@ func registerSecrets(s string) {
 			}
 		}
 	}
+}
+
+// addURLSecret remembers the password of raw, if it has one, and reports
+// whether raw is a URL that parses with user information.
+func addURLSecret(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return false
+	}
+	if p, ok := u.User.Password(); ok {
+		addSecret(p)
+	}
+	return true
 }
 
 // shownURL returns a URL fit to print: without user information.
