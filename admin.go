@@ -153,8 +153,19 @@ type Inspection struct {
 	// Fence is the largest fence counter on any node: the next owner's
 	// fence will exceed it.
 	Fence int64
+	// Quarantine is how long a node's records for the key's cluster slot
+	// (KeyView.Age) must have run for the node to vote for the key, as
+	// this client judges a round: the longest of Options.Quarantine, the
+	// largest TTL the client has seen, and the largest TTL any node
+	// records for the slot (KeyView.MaxTTL); 0 with DisableQuarantine.
+	Quarantine time.Duration
 	// Nodes holds each node's answer, in the order given to New.
 	Nodes []KeyView
+	// Err says why State is KeyUnknown: an *OpError wrapping ErrRefused
+	// when so many nodes refused the read that no quorum could answer, or
+	// ErrNoQuorum when too few answered otherwise. It is nil for the
+	// other states.
+	Err error
 }
 
 // A KeyView is what one node holds for a key.
@@ -211,9 +222,16 @@ func (c *Client) inspect(ctx context.Context, key string) *Inspection {
 			holding[v.Holder] = append(holding[v.Holder], v.TTL)
 		}
 	}
+	if !c.opts.DisableQuarantine {
+		ins.Quarantine = max(c.quarantineFor(0), r.maxTTL)
+	}
 	switch {
 	case answered < c.quorum:
-		ins.State = KeyUnknown
+		e := &OpError{Op: "inspect", Key: key, Quorum: c.quorum, Rounds: 1, Nodes: r.results, Err: ErrNoQuorum}
+		if r.refusedQuorum() {
+			e.Err = ErrRefused
+		}
+		ins.State, ins.Err = KeyUnknown, e
 	case len(holding) == 0:
 		ins.State = KeyFree
 	default:

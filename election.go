@@ -110,8 +110,9 @@ type LeaderInfo struct {
 // Leader reads who leads the election, in one round that changes nothing.
 // It returns an error wrapping ErrNoLeader when no candidate leads, or
 // when one has taken the lock but not yet recorded its term on a quorum
-// (Campaign has not returned), and one wrapping ErrNoQuorum when too few
-// nodes answered to tell.
+// (Campaign has not returned); one wrapping ErrRefused when so many nodes
+// refused the read that no quorum could answer; and one wrapping
+// ErrNoQuorum when too few nodes answered to tell otherwise.
 func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 	if err := CheckKey(e.key); err != nil {
 		return LeaderInfo{}, &OpError{Op: "leader", Key: e.key, Err: err}
@@ -122,7 +123,11 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 	r.decide(r.count(OK) >= c.quorum)
 	c.hooks.round(ctx, "leader", e.key, 1, r)
 	if r.count(OK) < c.quorum {
-		return LeaderInfo{}, &OpError{Op: "leader", Key: e.key, Quorum: c.quorum, Rounds: 1, Nodes: r.results, Err: ErrNoQuorum}
+		reason := ErrNoQuorum
+		if r.refusedQuorum() {
+			reason = ErrRefused
+		}
+		return LeaderInfo{}, &OpError{Op: "leader", Key: e.key, Quorum: c.quorum, Rounds: 1, Nodes: r.results, Err: reason}
 	}
 	holding := map[string][]int{} // holder ID → the nodes that hold it
 	for i, res := range r.results {

@@ -236,3 +236,45 @@ func TestLockStopsAtAPassedDeadline(t *testing.T) {
 		t.Fatal("Lock past its deadline did not return: it waits for its context's timer")
 	}
 }
+
+// TestReadsSayWhenRefused checks that the reads which change nothing,
+// Inspect and Election.Leader, tell refusals that leave no quorum
+// (ErrRefused) from nodes that did not answer (ErrNoQuorum), as the
+// operations that write do.
+func TestReadsSayWhenRefused(t *testing.T) {
+	wrongType := refusingNode{"a", errReply("WRONGTYPE Operation against a key holding the wrong kind of value")}
+	down := refusingNode{"c", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+	for _, tc := range []struct {
+		nodes []Node
+		want  error
+	}{
+		{[]Node{wrongType, refusingNode{"b", wrongType.err}, down}, ErrRefused},
+		{[]Node{wrongType, down, refusingNode{"d", io.EOF}}, ErrNoQuorum},
+	} {
+		c, err := New(tc.nodes, &Options{ReleaseTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins, err := c.Inspect(context.Background(), "k")
+		var oe *OpError
+		if err != nil || ins.State != KeyUnknown || !errors.Is(ins.Err, tc.want) || !errors.As(ins.Err, &oe) || len(oe.Nodes) != 3 {
+			t.Errorf("Inspect: %+v, %v; want KeyUnknown with Err wrapping %v", ins, err, tc.want)
+		}
+		if _, err := c.Election("k", time.Second).Leader(context.Background()); !errors.Is(err, tc.want) {
+			t.Errorf("Leader: %v, want %v", err, tc.want)
+		}
+		c.Close()
+	}
+	// A client with quarantine judges a key's slot by the largest of its
+	// own bar and the TTLs the nodes record; without, not at all.
+	for _, tc := range []struct {
+		opts *Options
+		want time.Duration
+	}{{&Options{Quarantine: time.Minute}, time.Minute}, {&Options{DisableQuarantine: true}, 0}} {
+		c, _ := New(nodes("a"), tc.opts)
+		if ins, _ := c.Inspect(context.Background(), "k"); ins.Quarantine != tc.want {
+			t.Errorf("Options %+v: Inspection.Quarantine %v, want %v", tc.opts, ins.Quarantine, tc.want)
+		}
+		c.Close()
+	}
+}

@@ -207,7 +207,7 @@ func runLeader(ctx context.Context, w io.Writer, nf *nodeFlags, rf *reportFlags,
 	case err == nil, errors.Is(err, redlock.ErrNoLeader):
 	case errors.Is(err, redlock.ErrInvalid):
 		return usagef("%s", describeErr(err))
-	case oe != nil && refusedQuorum(oe.Nodes, oe.Quorum):
+	case oe != nil && errors.Is(err, redlock.ErrRefused):
 		return &exitError{code: refusalStatus(oe), err: err,
 			msg: fmt.Sprintf("cannot tell who leads %q: %s", key, refusedText(oe))}
 	case errors.Is(err, redlock.ErrNoQuorum):

@@ -160,6 +160,8 @@ type statusReport struct {
 	Ends      *time.Time   `json:"ends,omitempty"`
 	Fence     int64        `json:"fence,omitempty"` // the largest fence counter
 	Nodes     []nodeStatus `json:"nodes"`
+
+	err error // why the state is unknown (redlock.Inspection.Err)
 }
 
 // checkKey returns a usage error, in the library's words, for a key that
@@ -217,7 +219,7 @@ func readReport(ctx context.Context, c *redlock.Client, nf *nodeFlags, key strin
 	if err != nil {
 		return nil, usagef("%s", describeErr(err))
 	}
-	return newReport(ins, c.Quorum(), states, keyQuarantine(ins, nf), time.Now()), nil
+	return newReport(ins, c.Quorum(), states, time.Now()), nil
 }
 
 // readSlotReports inspects every slot of the semaphore key of n permits
@@ -235,7 +237,7 @@ func readSlotReports(ctx context.Context, c *redlock.Client, nf *nodeFlags, key 
 	now := time.Now()
 	reps := make([]*statusReport, len(inss))
 	for i, ins := range inss {
-		reps[i] = newReport(ins, c.Quorum(), states, keyQuarantine(ins, nf), now)
+		reps[i] = newReport(ins, c.Quorum(), states, now)
 	}
 	return reps, nil
 }
@@ -367,34 +369,15 @@ func slotList(before string, slots []int, after string) string {
 	return before + word + strings.Join(nums, ", ") + after
 }
 
-// keyQuarantine returns how long a node must have run to vote for the
-// inspected key, as a client that has heard from every node that answered
-// asks it: the largest TTL any of them records for the key's cluster hash
-// slot, or --quarantine if that is longer; 0 with --no-quarantine. The
-// library judges quarantine only in the nodes' states (NodeState), by the
-// records of the slot that Probe reads; the KeyViews carry the records of
-// the key's slot (Age, MaxTTL) without a verdict, which newReport draws.
-func keyQuarantine(ins *redlock.Inspection, nf *nodeFlags) time.Duration {
-	if nf.noQuarantine {
-		return 0
-	}
-	q := nf.quarantine
-	for _, v := range ins.Nodes {
-		if v.Err == nil {
-			q = max(q, v.MaxTTL)
-		}
-	}
-	return q
-}
-
 // newReport makes the report of an inspection at now, with the nodes'
 // states from a probe. A node that answered, and that the probe did not
 // find unreachable or refusing, is quarantined for the key while its
 // records for the key's slot are younger than quarantine: the probe reads
 // the records of another slot.
-func newReport(ins *redlock.Inspection, quorum int, states []redlock.NodeState, quarantine time.Duration, now time.Time) *statusReport {
+func newReport(ins *redlock.Inspection, quorum int, states []redlock.NodeState, now time.Time) *statusReport {
+	quarantine := ins.Quarantine
 	rep := &statusReport{Key: ins.Key, State: ins.State.String(), Quorum: quorum, Fence: ins.Fence,
-		Nodes: make([]nodeStatus, len(ins.Nodes))}
+		Nodes: make([]nodeStatus, len(ins.Nodes)), err: ins.Err}
 	for i, v := range ins.Nodes {
 		n := &rep.Nodes[i]
 		n.Node = v.Node
@@ -447,23 +430,14 @@ func newReport(ins *redlock.Inspection, quorum int, states []redlock.NodeState, 
 }
 
 // refusal returns, for a report in which so many nodes refused the read
-// that no quorum answered, an OpError that describes the refusals; nil
-// otherwise.
+// that no quorum answered, the library's OpError that describes the
+// refusals; nil otherwise.
 func (rep *statusReport) refusal() *redlock.OpError {
-	results := make([]redlock.NodeResult, len(rep.Nodes))
-	for i, n := range rep.Nodes {
-		results[i] = redlock.NodeResult{Node: n.Node, Outcome: redlock.OK, Err: n.readErr}
-		switch {
-		case n.refused:
-			results[i].Outcome = redlock.Refused
-		case !n.Answered:
-			results[i].Outcome = redlock.Failed
-		}
+	var oe *redlock.OpError
+	if errors.As(rep.err, &oe) && errors.Is(oe, redlock.ErrRefused) {
+		return oe
 	}
-	if !refusedQuorum(results, rep.Quorum) {
-		return nil
-	}
-	return &redlock.OpError{Op: "inspect", Key: rep.Key, Quorum: rep.Quorum, Rounds: 1, Nodes: results, Err: redlock.ErrRefused}
+	return nil
 }
 
 // reportStatus returns the exit status of a report, as an error: nil when

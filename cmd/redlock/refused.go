@@ -92,21 +92,6 @@ func refusalStatus(err error) int {
 	return exitConfig
 }
 
-// refusedQuorum reports whether so many of nodes refused that fewer than
-// quorum of the others are left: the rule by which the library's rounds
-// fail with redlock.ErrRefused. Election.Leader and Client.Inspect do not
-// apply it (Leader says ErrNoQuorum, Inspect KeyUnknown), so the command
-// applies it to their answers.
-func refusedQuorum(nodes []redlock.NodeResult, quorum int) bool {
-	refused := 0
-	for _, n := range nodes {
-		if n.Outcome == redlock.Refused {
-			refused++
-		}
-	}
-	return refused > len(nodes)-quorum
-}
-
 // refusedText explains, node by node, why the nodes refused a lock.
 func refusedText(op *redlock.OpError) string {
 	var b strings.Builder

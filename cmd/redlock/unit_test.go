@@ -70,7 +70,18 @@ func TestNewReport(t *testing.T) {
 		if tc.holder != "" {
 			ins.Owner = "o-" + tc.holder
 		}
-		rep := newReport(ins, 2, nil, 0, time.Now())
+		if tc.state == redlock.KeyUnknown {
+			// The library's verdict on why no quorum answered.
+			oe := &redlock.OpError{Op: "inspect", Key: "k", Quorum: 2, Err: redlock.ErrNoQuorum}
+			for _, v := range tc.nodes {
+				oe.Nodes = append(oe.Nodes, redlock.NodeResult{Outcome: v.Outcome, Err: v.Err})
+			}
+			if tc.code == exitConfig {
+				oe.Err = redlock.ErrRefused
+			}
+			ins.Err = oe
+		}
+		rep := newReport(ins, 2, nil, time.Now())
 		if rep.State != tc.state.String() || rep.TTLMillis != tc.ttl || rep.HeldOn != tc.heldOn || rep.Answered != tc.answers ||
 			rep.Owner != ins.Owner || exitCode(reportStatus(rep)) != tc.code {
 			t.Errorf("%+v: got %+v, exit status %d", tc, rep, exitCode(reportStatus(rep)))
@@ -82,9 +93,9 @@ func TestNewReport(t *testing.T) {
 	now := time.Now()
 	young, old := empty, empty
 	young.Age, old.Age = 4*time.Second, 20*time.Second
-	ins := &redlock.Inspection{Key: "k", State: redlock.KeyFree, Nodes: []redlock.KeyView{young, old, down}}
+	ins := &redlock.Inspection{Key: "k", State: redlock.KeyFree, Quarantine: 10 * time.Second, Nodes: []redlock.KeyView{young, old, down}}
 	healthy := redlock.NodeState{Health: redlock.NodeHealthy}
-	rep := newReport(ins, 2, []redlock.NodeState{healthy, healthy, {Health: redlock.NodeUnreachable}}, 10*time.Second, now)
+	rep := newReport(ins, 2, []redlock.NodeState{healthy, healthy, {Health: redlock.NodeUnreachable}}, now)
 	if n := rep.Nodes[0]; n.State != "quarantined" || n.QuarantinedUntil == nil || !n.QuarantinedUntil.Equal(now.Add(6*time.Second)) {
 		t.Errorf("a node 4s old, quarantine 10s: %+v", n)
 	}
