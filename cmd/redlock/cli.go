@@ -45,51 +45,13 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "redlock",
 		Short: "Run commands under a Redlock distributed lock, and check its Redis nodes",
-		Long: `redlock runs commands while holding a distributed lock kept on N independent
-Redis masters with the Redlock algorithm, or one of N permits of a
-semaphore, or the lead in an election; shows who holds a lock and who leads,
-removes a stuck lock, and checks whether the nodes are fit for Redlock.
-
-Nodes come from --nodes or the environment variable REDLOCK_NODES: a list of
-URLs separated by commas or spaces,
-
-  redis://[[user]:password@]host[:port][/db]
-  rediss://[[user]:password@]host[:port][/db]     (TLS)
-  unix://[[user]:password@]/path/to/socket[?db=N]
-  redis://host:port?addr=host2:port2&addr=...     (a Redis Cluster, as one node)
-  redis://host:port?cluster=true                  (a Redis Cluster by one address)
-
-and the default is ` + defaultNodes + `. Use independent masters (no
-replication between them) or masters whose replicas only take over in a
-failover, or whole clusters, an odd number of them: 3 survive one failure,
-5 survive two. Characters such as , / ? # @ % in a password must be
-percent-encoded. Passwords are never printed.
-
-` + tlsHelp + `
-
-Restart quarantine: a node whose redis-server started more recently than the
-longest lock it might have lost does not vote, so a restarted node cannot
-hand out a lock that is still held through the others. Freshly started
-servers are quarantined too, for one TTL. --quarantine sets a floor (use the
-longest TTL any client of these nodes uses); --no-quarantine turns it off,
-which is safe only for nodes with appendonly yes and appendfsync always, or
-nodes nobody has locked anything on before.`,
+		// The first screen: the long material is in the help topics.
+		Long: rootLine,
 		Example: `  export REDLOCK_NODES=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
   redlock run nightly-report -- ./make-report.sh
-  redlock run --permits 4 transcode -- ./transcode.sh   # at most 4 at once
-  redlock elect scheduler -- ./scheduler                # one leader, standbys wait
-  redlock leader scheduler
-  redlock inspect nightly-report
-  redlock release --force nightly-report    # a stuck lock whose holder is gone
-  redlock doctor
-  redlock demo
-
-  # Mutual TLS with a private CA (or $REDLOCK_CACERT, $REDLOCK_CERT, $REDLOCK_CERT_KEY):
-  export REDLOCK_NODES=rediss://10.0.0.1:6380,rediss://10.0.0.2:6380,rediss://10.0.0.3:6380
-  redlock --cacert ca.crt --cert client.crt --key client.key doctor
-
-  # Shell completion, for example for bash:
-  source <(redlock completion bash)`,
+  redlock elect scheduler -- ./scheduler         # one leader, standbys wait
+  redlock inspect nightly-report                 # who holds it
+  redlock doctor                                 # are the nodes fit for Redlock?`,
 		Version:           versionString(),
 		SilenceErrors:     true,
 		SilenceUsage:      true,
@@ -102,6 +64,7 @@ nodes nobody has locked anything on before.`,
 		return usagef("%v", err)
 	})
 	pf := root.PersistentFlags()
+	pf.SortFlags = false // the nodes first, then how they are judged, then TLS
 	pf.Var((*urlList)(&nf.nodes), "nodes", "the Redis nodes: URLs separated by commas (default $"+envNodes+", else "+defaultNodes+")")
 	pf.DurationVar(&nf.quarantine, "quarantine", 0, "least restart quarantine: a node started more recently than this does not vote (default: learned from the TTLs in use)")
 	pf.BoolVar(&nf.noQuarantine, "no-quarantine", false, "let nodes vote however recently they started (only for appendfsync always, or nodes nobody locked on before)")
@@ -112,6 +75,7 @@ nodes nobody has locked anything on before.`,
 
 	root.AddCommand(newRunCmd(nf), newElectCmd(nf), newLeaderCmd(nf), newInspectCmd(nf, "inspect"), newInspectCmd(nf, "status"),
 		newReleaseCmd(nf), newDoctorCmd(nf), newDemoCmd(nf))
+	setHelp(root)
 	return root
 }
 

@@ -20,7 +20,7 @@ import (
 // This file sets up TLS for rediss:// nodes from redis-cli's flags and
 // their environment variables, and says what a TLS failure means.
 
-// tlsHelp is the part of redlock --help about TLS.
+// tlsHelp is the topic 'redlock help tls'.
 const tlsHelp = `TLS: rediss:// URLs connect with TLS and verify each node's certificate
 against the system's certificate authorities and the URL's host. For a
 private CA, for nodes that ask for client certificates (Redis's default,
@@ -38,7 +38,12 @@ The files are read again for each new connection when they have changed, so
 certificates rotated on disk (cert-manager, Vault) are used without a
 restart, by a long 'redlock run' too. A certificate that fails verification,
 and a client certificate that the node asks for or refuses, end the command
-at once with the reason and the flag to use (status 78 for run).`
+at once with the reason and the flag to use (status 78 for run).
+
+For example, mutual TLS with a private CA:
+
+  export REDLOCK_NODES=rediss://10.0.0.1:6380,rediss://10.0.0.2:6380,rediss://10.0.0.3:6380
+  redlock --cacert ca.crt --cert client.crt --key client.key doctor`
 
 // Environment variables of the TLS flags.
 const (
