@@ -56,9 +56,11 @@ them.
 
 A node is healthy when it is reachable, can vote and has no errors.
 
-Exit status: 0 when every node is healthy and nothing needs attention, 1 when
-a quorum of healthy nodes exists but something needs attention, 2 when no
-quorum of healthy nodes exists, 64 for usage errors.`,
+Exit status (see also 'redlock help exit-codes'):
+  0       every node is healthy and nothing needs attention
+  1       a quorum of healthy nodes exists, but something needs attention
+  2       no quorum of healthy nodes exists
+  64      usage error: bad flags, arguments or node URLs`,
 		Example: `  redlock doctor
   redlock doctor --nodes redis://a:6379,redis://b:6379,redis://c:6379
   redlock doctor --nodes 'redis://a:7000?addr=b:7000&addr=c:7000'   # one cluster

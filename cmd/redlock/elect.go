@@ -51,7 +51,7 @@ a majority of the nodes, or too few nodes answered in time to renew it),
 redlock sends COMMAND SIGTERM, then SIGKILL after --kill-grace, says so on
 stderr and exits with status 76.
 
-Exit status:
+Exit status (see also 'redlock help exit-codes'):
   COMMAND's own   when it ran (128+N if it was killed by signal N)
   64              usage error: bad flags, arguments or node URLs
   69              too few nodes available for a quorum: unreachable, busy,
@@ -60,7 +60,7 @@ Exit status:
   76              the leadership was lost while COMMAND ran
   77              nodes refused the credentials or their ACL denies a command
                   (NOAUTH, WRONGPASS, NOPERM)
-  78              nodes refused otherwise (see 'redlock run --help')
+  78              nodes refused for good otherwise (READONLY, WRONGTYPE, ...)
   126, 127        COMMAND could not be run, or was not found
   128+N           interrupted by signal N while campaigning`,
 		Example: `  # Run the scheduler on one host at a time; a standby takes over when it dies.
@@ -149,7 +149,7 @@ recorded its term does not lead yet: leader then says that nobody leads.
 With --json the report is a JSON object for scripts: key, leader (true or
 false), and when there is a leader, value, term, id, ends and ttl_ms.
 
-Exit status:
+Exit status (see also 'redlock help exit-codes'):
   0       a candidate leads
   1       nobody leads
   64      usage error: bad flags, arguments or node URLs

@@ -77,7 +77,8 @@ held and free slots) and slots: for each slot, slot 0 first, its number in
 slot and the report of a lock, whose key is the slot's own
 (redlock:permit:I:...).
 
-Exit status (with --permits, the largest of the slots' statuses):
+Exit status (with --permits, the largest of the slots' statuses; see also
+'redlock help exit-codes'):
   0       the lock is held, free or split (with --permits: every slot is)
   64      usage error: bad flags, arguments or node URLs, or --permits out
           of range

@@ -68,7 +68,7 @@ confirmed, removed, fence_floor, and for each node: node, confirmed,
 removed, holder, owner, ttl_ms, fence, and error when it has one; with
 --permits, permits and slot too.
 
-Exit status:
+Exit status (see also 'redlock help exit-codes'):
   0       removed, or nothing to remove: a quorum of nodes confirmed
   1       the question was not answered yes: nothing was removed
   64      usage error: no --force, no --yes when stdin is not a terminal,

@@ -83,9 +83,8 @@ Without --wait, run waits until the lock is free or it is interrupted;
 says on stderr why (another owner, or too few nodes that can vote). It does
 not wait when so many nodes refuse the lock in a way that waiting cannot
 change (a wrong password, a replica, a key of another type: status 77 or
-78) that no quorum is possible: it says why at once. On
-freshly started servers the first lock waits one TTL: see restart
-quarantine in 'redlock --help'.
+78) that no quorum is possible: it says why at once. On freshly started
+servers the first lock waits one TTL: see 'redlock help quarantine'.
 
 With --permits N, run holds one of N permits of the semaphore KEY instead
 of the lock KEY, so that up to N commands run at once: each permit is a
@@ -112,7 +111,7 @@ redlock sends COMMAND SIGTERM, then SIGKILL after --kill-grace, says so on
 stderr and exits with status 76. Unless stdin is a terminal, COMMAND runs
 in a process group of its own, and the signals go to the whole group.
 
-Exit status:
+Exit status (see also 'redlock help exit-codes'):
   COMMAND's own   when it ran (128+N if it was killed by signal N)
   64              usage error: bad flags, arguments or node URLs
   69              too few nodes available for a quorum: unreachable, busy,
@@ -122,12 +121,8 @@ Exit status:
   76              the lock or permit was lost while COMMAND ran
   77              nodes refused the credentials or their ACL denies a command
                   (NOAUTH, WRONGPASS, NOPERM): fix the node URLs or the ACL
-  78              nodes refused the lock for good otherwise: a replica
-                  (READONLY), a cluster node (MOVED, ASK, CROSSSLOT), KEY
-                  holding another type of value (WRONGTYPE), a full node
-                  (OOM), a node that cannot save (MISCONF), TLS that cannot
-                  work (a certificate that fails verification, a client
-                  certificate missing or refused: see TLS in 'redlock --help')
+  78              nodes refused the lock for good otherwise (READONLY,
+                  WRONGTYPE, OOM, a TLS certificate, ...)
   126, 127        COMMAND could not be run, or was not found
   128+N           interrupted by signal N while waiting for the lock`,
 		Example: `  # Run a job on one machine at a time; wait as long as it takes.
@@ -437,7 +432,7 @@ func waitingReport(c *redlock.Client, taken func() string) (key, text string) {
 }
 
 // quarantineHint explains quarantined nodes.
-const quarantineHint = "  (a node whose server started recently does not vote for one TTL; see --no-quarantine in 'redlock --help')"
+const quarantineHint = "  (a node whose server started recently does not vote for one TTL; see 'redlock help quarantine')"
 
 // acquireError turns an error from the target's obtain (Lock, TryLock,
 // Acquire, TryAcquire, Campaign) into the runner's exit status and message.
