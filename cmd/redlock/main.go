@@ -12,7 +12,8 @@
 // The nodes come from --nodes or the environment variable REDLOCK_NODES,
 // a comma-separated list of redis://, rediss:// and unix:// URLs; the
 // default is redis://127.0.0.1:6379. Run "redlock help COMMAND" for the
-// flags and exit statuses of each command.
+// flags and exit statuses of each command, and "redlock help TOPIC" for
+// what they share: nodes, tls, quarantine, exit-codes, environment, flags.
 package main
 
 import "os"
