@@ -432,7 +432,7 @@ func waitingReport(c *redlock.Client, taken func() string) (key, text string) {
 }
 
 // quarantineHint explains quarantined nodes.
-const quarantineHint = "  (a node whose server started recently does not vote for one TTL; see 'redlock help quarantine')"
+const quarantineHint = "  (a node whose server started recently does not vote for one TTL; see --no-quarantine in 'redlock help quarantine')"
 
 // acquireError turns an error from the target's obtain (Lock, TryLock,
 // Acquire, TryAcquire, Campaign) into the runner's exit status and message.
