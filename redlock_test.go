@@ -562,3 +562,30 @@ func TestOutcomeOfStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestFallbackStopsOnceSent checks that a round whose request to a slow
+// node waits behind that node's request of the round before stops its
+// fallback timer once the request has been sent, rather than leaving it to
+// fire, and spawn a goroutine, at the last deadline.
+func TestFallbackStopsOnceSent(t *testing.T) {
+	s := newSlowNodeLog(t)
+	ctx := context.Background()
+	l, err := s.c.TryLock(ctx, "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// c's acquire is still on its way: the extension's request to c waits.
+	r := s.c.send(ctx, 5*time.Second, 1, l.ks.Extend(l.token, 10*time.Second), l.last)
+	if r.waiting.Load() != 1 || r.fallback.Load() == nil {
+		t.Fatalf("waiting %d, fallback %v; want c's request waiting behind a fallback timer", r.waiting.Load(), r.fallback.Load())
+	}
+	close(s.gate)
+	r.drain()
+	if r.waiting.Load() != 0 || r.fallback.Load().Stop() {
+		t.Fatal("c's request was sent, but the fallback timer was still running")
+	}
+	s.c.Close()
+	if got := s.log[len(s.log)-1]; got != "c extend" {
+		t.Fatalf("last call %q, want c's extension after its acquire", got)
+	}
+}

@@ -92,11 +92,13 @@ type round struct {
 	// lastDeadline is the latest of deadline and the lastDeadline of the
 	// round this one's requests wait for (see send).
 	lastDeadline time.Time
-	ctx          context.Context // the requests' context: ends at the deadline
-	expired      <-chan struct{} // ctx.Done(): closed at the deadline, or earlier if the caller's context ends
-	replies      chan reply      // buffered: senders never block
-	running      atomic.Int32    // requests that have not returned
-	cancel       func()          // ends ctx; called when every request has returned
+	ctx          context.Context            // the requests' context: ends at the deadline
+	expired      <-chan struct{}            // ctx.Done(): closed at the deadline, or earlier if the caller's context ends
+	replies      chan reply                 // buffered: senders never block
+	running      atomic.Int32               // requests that have not returned
+	waiting      atomic.Int32               // requests waiting for their turn behind the round before (see send)
+	fallback     atomic.Pointer[time.Timer] // sends the waiting requests at the last deadline; stopped when none waits
+	cancel       func()                     // ends ctx; called when every request has returned
 
 	call   wire.Call // what is sent to every node
 	reqs   []request // each node's request, for the nodes' lanes
@@ -115,10 +117,10 @@ type round struct {
 	heardAll time.Time
 
 	// Set by decide, for the Observer.
-	ok      bool
 	took    time.Duration
 	verdict []NodeResult // results as they stood when decided; nil without an Observer
-	observe bool         // the client has an Observer
+	ok      bool
+	observe bool // the client has an Observer
 }
 
 // A reply is one node's answer to one request of a round.
@@ -171,15 +173,17 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, cal
 	r.running.Store(int32(n))
 	r.flying = &c.flying
 	c.flying.add(n)
-	waiting := false // a request waits behind one of after
 	for i, node := range c.nodes {
 		r.results[i].Node = node.Name()
 		r.decoded[i].Age = -1
 		q := &r.reqs[i]
 		q.r, q.node, q.tries = r, i, tries
-		if after != nil && after.reqs[i].then(q) {
-			waiting = true
-			continue
+		if after != nil {
+			r.waiting.Add(1)
+			if after.reqs[i].then(q) {
+				continue
+			}
+			r.waiting.Add(-1)
 		}
 		ln := c.lanes[i]
 		switch {
@@ -192,16 +196,35 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, cal
 			q.dispatch()
 		}
 	}
-	if waiting {
-		time.AfterFunc(time.Until(after.lastDeadline), func() {
+	if r.waiting.Load() > 0 {
+		// The fallback for a node that ignores its context. It is
+		// stopped once every waiting request has been sent (see
+		// waited), as it almost always is long before it would fire:
+		// a timer left to fire costs a goroutine and a wake-up per round.
+		t := time.AfterFunc(time.Until(after.lastDeadline), func() {
 			for i := range after.reqs {
 				if q := after.reqs[i].next.Swap(nil); q != nil {
 					q.dispatch()
 				}
 			}
 		})
+		r.fallback.Store(t)
+		if r.waiting.Load() == 0 {
+			t.Stop()
+		}
 	}
 	return r
+}
+
+// waited records that one of the round's requests that waited behind
+// the round before has been sent, and stops the fallback timer once none
+// waits any more.
+func (r *round) waited() {
+	if r.waiting.Add(-1) == 0 {
+		if t := r.fallback.Load(); t != nil {
+			t.Stop()
+		}
+	}
 }
 
 // deliver hands the answer to request q to the round's collector, and
@@ -214,6 +237,7 @@ func (r *round) deliver(q *request, v any, err error) {
 	q.returned.Store(true)
 	if next := q.next.Swap(nil); next != nil {
 		next.dispatch()
+		next.r.waited()
 	}
 	r.flying.done()
 }
