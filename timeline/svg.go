@@ -214,18 +214,28 @@ func (r *row) add(d drawn, lv level) {
 	switch {
 	case d.Kind != Event:
 		last.Label = ""
-	case d.Label != "" && !slices.Contains(strings.Split(last.Label, ", "), d.Label):
-		last.Label = joinLabel(last.Label, d.Label)
+	default:
+		last.Label = addLabel(last.Label, d.Label)
 	}
 	last.x1, last.To, last.n = max(last.x1, d.x1), max(last.To, d.To), last.n+d.n
 	last.Bad = last.Bad || d.Bad
 }
 
-func joinLabel(a, b string) string {
-	if a == "" {
-		return b
+// addLabel adds part to label, a list of parts joined by ", ", unless it
+// is there already; after three parts, "…" stands for the rest.
+func addLabel(label, part string) string {
+	parts := strings.Split(label, ", ")
+	switch {
+	case label == "":
+		return part
+	case part == "" || slices.Contains(parts, part):
+		return label
+	case len(parts) < 3:
+		return label + ", " + part
+	case parts[len(parts)-1] != "…":
+		return label + ", …"
 	}
-	return a + ", " + b
+	return label
 }
 
 // noun names spans of a kind, for the tooltip of merged spans.
@@ -379,7 +389,7 @@ func (c *Chart) render(lv level) []byte {
 	body.WriteString(`<g class="lanes">`)
 	body.bands(marks, boxes, ax, lanesTop, lanesBottom)
 	for _, b := range boxes {
-		body.lane(b)
+		body.lane(b, width)
 	}
 	body.markLabels(marks, labelled, boxes, ax, markTop, lanesTop, lanesBottom)
 	body.WriteString("</g>")
@@ -416,14 +426,15 @@ func tickLabel(t time.Duration) string {
 	return t.String()
 }
 
-// lane draws the spans of a lane, and the labels of its faults and events
-// beside them where they do not run into one another.
-func (w *svg) lane(b laneBox) {
+// lane draws the spans of a lane, and labels: a hold's on its bar, or
+// beside it where its row is empty; a fault's on its bar or beside it; an
+// event's beside it.
+func (w *svg) lane(b laneBox, width float64) {
 	for r, row := range b.rows {
 		top := b.top + lanePad + float64(r)*rowHeight
 		mid := top + rowHeight/2
-		var beside []drawn // faults and events labelled beside them
-		for _, d := range row {
+		var beside []aside
+		for i, d := range row {
 			class := map[Kind]string{Hold: "h", Lapsed: "l", Call: "c", Fault: "f", Event: "e"}[d.Kind]
 			if d.Bad {
 				class = map[bool]string{true: "be", false: "b"}[d.Kind == Event]
@@ -433,44 +444,62 @@ func (w *svg) lane(b laneBox) {
 				w.rect(class, d.x0, mid-1.5, d.x1-d.x0, 3, d.note())
 			case Event:
 				w.line(class, d.x0, top+1, d.x0, top+rowHeight-1, d.note())
-			default:
+			case Fault:
 				w.rect(class, d.x0, mid-barHeight/2, d.x1-d.x0, barHeight, d.note())
+			default:
+				w.rect(class, d.x0, mid-barHeight/2, max(d.x1-d.x0, 2), barHeight, d.note())
 			}
 			switch {
 			case d.Label == "" || d.Kind == Call:
 			case d.Kind != Event && textWidth(d.Label)+4 <= d.x1-d.x0:
 				w.text("in", d.x0+2, mid+3.5, "", d.Label)
 			case d.Kind == Fault || d.Kind == Event:
-				beside = append(beside, d)
+				beside = append(beside, aside{from: d.x0, to: d.x1, text: d.Label, limit: width, join: true})
+			default:
+				limit := width
+				if i+1 < len(row) {
+					limit = row[i+1].x0
+				}
+				beside = append(beside, aside{from: d.x0, to: d.x1, text: d.Label, limit: limit})
 			}
 		}
-		w.beside(beside, mid+3.5)
+		w.beside(beside, mid+3.5, width)
 	}
 }
 
-// beside writes the labels of faults and events to the right of where
-// they begin: the labels of those that begin within a few pixels of one
-// another joined, and any label that would run into the one before it
-// left out (the tooltip still has it).
-func (w *svg) beside(ds []drawn, y float64) {
+// An aside is a label to be written beside what it labels.
+type aside struct {
+	from, to float64 // where what it labels begins and ends
+	text     string
+	limit    float64 // the label must end before this
+	join     bool    // a fault's or an event's: joined to its neighbours'
+}
+
+// beside writes labels to the right of what they label, or, at the right
+// edge of the chart, to the left: the labels of faults and events that end
+// within a few pixels of one another joined (a kill and the restart that
+// ends it), three at the most, and any label that would run into the one
+// before it, or past its limit, left out (the tooltip still has it).
+func (w *svg) beside(as []aside, y, width float64) {
+	slices.SortStableFunc(as, func(a, b aside) int { return cmp.Compare(a.to, b.to) })
 	var end float64 // where the last label written ends
-	for i := 0; i < len(ds); {
-		x, label := ds[i].x0, ds[i].Label
+	for i := 0; i < len(as); {
+		a := as[i]
 		j := i + 1
-		for ; j < len(ds) && ds[j].x0-x < 8; j++ {
-			if !slices.Contains(strings.Split(label, ", "), ds[j].Label) {
-				label = joinLabel(label, ds[j].Label)
-			}
+		for ; a.join && j < len(as) && as[j].join && as[j].to-a.to < 8; j++ {
+			a.text = addLabel(a.text, as[j].text)
+			a.to, a.limit = as[j].to, as[j].limit
 		}
 		i = j
-		if d := ds[i-1]; d.Kind == Fault {
-			x = max(x, d.x1) // after the bar
+		tw := textWidth(a.text)
+		switch {
+		case a.to+3 >= end && a.to+3+tw <= min(a.limit, width)-2:
+			w.text("o", a.to+3, y, "", a.text)
+			end = a.to + 3 + tw + 4
+		case a.to+3+tw > width-2 && a.from-3-tw >= end:
+			w.text("o", a.from-3, y, "end", a.text)
+			end = a.from
 		}
-		if x+3 < end {
-			continue
-		}
-		w.text("o", x+3, y, "", label)
-		end = x + 3 + textWidth(label) + 4
 	}
 }
 

@@ -207,8 +207,8 @@ func TestSVGDrawsTheRun(t *testing.T) {
 	}
 }
 
-// A hold too short for its label is drawn without it; overlapping spans of
-// one lane are drawn in rows of their own.
+// A hold too short for its label has it beside it, where its row is
+// empty; overlapping spans of one lane are drawn in rows of their own.
 func TestSVGLayout(t *testing.T) {
 	c := &Chart{Clients: []Lane{{Name: "w", Spans: []Span{
 		{From: 0, To: ms(1000), Kind: Hold, Label: "wide"},
@@ -219,6 +219,12 @@ func TestSVGLayout(t *testing.T) {
 	labels := root.texts("in")
 	if strings.Join(labels, " ") != "wide second-row" {
 		t.Errorf("labels drawn: %q; want those of the wide bars only", labels)
+	}
+	// The narrow hold is the last thing in its row: its label is beside
+	// it, left of it at the right edge of the chart.
+	beside := root.all("text", "o")
+	if len(beside) != 1 || beside[0].Text != "narrow-label" || beside[0].attr("text-anchor") != "end" {
+		t.Errorf("want the narrow hold's label left of it, got %+v", beside)
 	}
 	ys := make(map[string]bool)
 	for _, r := range root.all("rect", "h") {
@@ -277,6 +283,16 @@ func TestSVGFullDetail(t *testing.T) {
 	c := canary()
 	if got, want := string(c.SVG()), string(c.render(detail[0])); got != want {
 		t.Errorf("a small chart is not drawn at full detail")
+	}
+}
+
+func TestAddLabel(t *testing.T) {
+	label := ""
+	for _, part := range []string{"killed", "restarted", "killed", "", "paused", "clock +1s", "clock +2s"} {
+		label = addLabel(label, part)
+	}
+	if label != "killed, restarted, paused, …" {
+		t.Errorf("got %q", label)
 	}
 }
 
