@@ -15,6 +15,17 @@
 // system's temporary directory, and logs the path; with
 // REDLOCK_FAULT_ARTIFACTS set every scenario saves its history.
 //
+// Timeline draws a history as an SVG picture (package
+// github.com/quorumlock/redlock/timeline): a lane per client with its
+// calls and holds, each hold labelled with its fence; a lane per node with
+// the faults; the violations Check found, in red. The test flag -timeline
+// DIR, or REDLOCK_TIMELINE=DIR, writes the picture of every scenario run
+// into DIR (relative to this directory, where go test runs the tests), as
+// <scenario>.svg, and <scenario>-2.svg and so on for a scenario run again
+// (-count):
+//
+//	cd faulttest && go test -count=1 -run 'Scenarios/^restart-with-quarantine$' . -timeline /tmp/timelines
+//
 // # Tools
 //
 // A Cluster runs N servers (redistest.Server) and injects process faults:

@@ -19,7 +19,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-var longProfile = flag.Bool("long", false, "run the long profile of the fault scenarios (minutes; not for CI); or set REDLOCK_FAULT_LONG=1")
+var (
+	longProfile = flag.Bool("long", false, "run the long profile of the fault scenarios (minutes; not for CI); or set REDLOCK_FAULT_LONG=1")
+	timelineDir = flag.String("timeline", "", "write each scenario run's timeline as an SVG into this `directory` (relative to faulttest/); or set REDLOCK_TIMELINE")
+)
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -162,6 +165,7 @@ func (r *run) finish() {
 		r.c.Quiesce()
 	}
 	vs := Check(r.c.H)
+	r.drawTimeline(vs)
 	found := Count(vs)
 	if len(r.sc.canary) == 0 {
 		for _, v := range vs {
@@ -222,6 +226,41 @@ func firstOf(vs []Violation, k Kind) Violation {
 	return Violation{}
 }
 
+// drawn counts the timelines drawn of each scenario.
+var (
+	drawnMu sync.Mutex
+	drawn   = make(map[string]int)
+)
+
+// drawTimeline writes the run's timeline (see Timeline) into the directory
+// that -timeline or $REDLOCK_TIMELINE names, if any, as <scenario>.svg; a
+// scenario run again by the same test binary (-count) as <scenario>-2.svg,
+// and so on.
+func (r *run) drawTimeline(vs []Violation) {
+	dir := cmp.Or(*timelineDir, os.Getenv("REDLOCK_TIMELINE"))
+	if dir == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		r.Errorf("drawing the timeline: %v", err)
+		return
+	}
+	drawnMu.Lock()
+	drawn[r.sc.name]++
+	n := drawn[r.sc.name]
+	drawnMu.Unlock()
+	name := r.sc.name
+	if n > 1 {
+		name += fmt.Sprintf("-%d", n)
+	}
+	path := filepath.Join(dir, name+".svg")
+	if err := Timeline(r.c.H, vs).WriteFile(path); err != nil {
+		r.Errorf("drawing the timeline: %v", err)
+		return
+	}
+	r.Logf("timeline drawn in %s", path)
+}
+
 // save writes the history as JSON to $REDLOCK_FAULT_ARTIFACTS, or to the
 // system's temporary directory, and says where.
 func (r *run) save() {
@@ -239,19 +278,6 @@ func (r *run) save() {
 		return
 	}
 	r.Logf("history saved to %s", path)
-}
-
-func formatCounts(n map[Kind]int) string {
-	var parts []string
-	for _, k := range Kinds {
-		if n[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", k, n[k]))
-		}
-	}
-	if len(parts) == 0 {
-		return "0"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // A row is one line of the summary.
