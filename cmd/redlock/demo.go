@@ -22,9 +22,10 @@ import (
 const embeddedCount = 5
 
 type demoFlags struct {
-	workers int
-	phase   time.Duration
-	ttl     time.Duration
+	workers  int
+	phase    time.Duration
+	ttl      time.Duration
+	timeline string // the file to draw the run in; "" for none
 }
 
 func newDemoCmd(nf *nodeFlags) *cobra.Command {
@@ -56,6 +57,7 @@ leaves them running. Its key is "redlock-demo:" and a random suffix; it
 expires on its own.`,
 		Example: `  redlock demo
   redlock demo --workers 8 --phase 5s
+  redlock demo --timeline demo.svg
   redlock demo --nodes redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
@@ -71,6 +73,7 @@ expires on its own.`,
 	cmd.Flags().IntVar(&df.workers, "workers", 4, "how many workers contend for the lock")
 	cmd.Flags().DurationVar(&df.phase, "phase", 3*time.Second, "how long each phase lasts")
 	cmd.Flags().DurationVar(&df.ttl, "ttl", 2*time.Second, "the lock's TTL")
+	cmd.Flags().StringVar(&df.timeline, "timeline", "", "at the end, draw the run as an SVG timeline in `FILE`: the workers' holds with their fences, the nodes stopped, the phases")
 	return cmd
 }
 
@@ -136,6 +139,8 @@ type demo struct {
 	monitor  *redlock.Client
 	start    time.Time
 	phase    atomic.Int32
+	phases   []demoPhase // each phase as it began
+	stops    []nodeStop  // the nodes stopped or cut off, in order
 
 	hist      history
 	counter   atomic.Int64 // the shared counter: read, pause, write
@@ -170,6 +175,9 @@ func runDemo(ctx context.Context, w io.Writer, nf *nodeFlags, df *demoFlags) err
 	}
 	d := &demo{w: w, df: df, opts: *opts, key: "redlock-demo:" + randomHex(4)}
 	defer d.close()
+	if err := checkTimeline(df.timeline); err != nil {
+		return err
+	}
 
 	var urls []string
 	if nf.given() {
@@ -198,7 +206,11 @@ func runDemo(ctx context.Context, w io.Writer, nf *nodeFlags, df *demoFlags) err
 	d.awaitQuarantine(ctx)
 	d.contend(ctx)
 	d.withoutQuorum(ctx)
-	return d.verdict()
+	verdict := d.verdict()
+	if err := d.drawTimeline(df.timeline); err != nil {
+		return err
+	}
+	return verdict
 }
 
 func randomHex(n int) string {

@@ -12,6 +12,7 @@ import (
 type hold struct {
 	worker   int
 	fence    int64
+	called   time.Time // when the worker called Lock
 	acquired time.Time // when Lock returned
 	released time.Time // when the worker called Release
 	until    time.Time // the lock's validity deadline at release
@@ -27,17 +28,32 @@ func (h hold) end() time.Time {
 	return h.released
 }
 
+// A miss is a call of Lock that returned an error: it failed, or the
+// phase ended while it waited.
+type miss struct {
+	worker           int
+	called, returned time.Time
+	err              error
+}
+
 // A history records every hold of the demo's lock, to be checked when the
-// demo ends.
+// demo ends, and the calls that got no lock, to be drawn.
 type history struct {
-	mu    sync.Mutex
-	holds []hold
+	mu     sync.Mutex
+	holds  []hold
+	misses []miss
 }
 
 func (h *history) add(x hold) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.holds = append(h.holds, x)
+}
+
+func (h *history) addMiss(m miss) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.misses = append(h.misses, m)
 }
 
 // sorted returns the holds in the order they were acquired.
@@ -49,19 +65,57 @@ func (h *history) sorted() []hold {
 	return s
 }
 
+// missed returns the calls that got no lock.
+func (h *history) missed() []miss {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.misses)
+}
+
+// An overlap is two holds that overlapped: later began before earlier had
+// ended.
+type overlap struct{ earlier, later hold }
+
+func (o overlap) String() string {
+	return fmt.Sprintf("worker %d acquired the lock (fence %d) %v before worker %d's hold (fence %d) ended",
+		o.later.worker, o.later.fence, o.earlier.end().Sub(o.later.acquired), o.earlier.worker, o.earlier.fence)
+}
+
+// findOverlaps returns every hold of holds (sorted by acquisition) that
+// began before an earlier one had ended, with the earlier one that ends
+// latest.
+func findOverlaps(holds []hold) []overlap {
+	var out []overlap
+	var last hold // the hold that ends latest so far
+	for i, x := range holds {
+		if i > 0 && x.acquired.Before(last.end()) {
+			out = append(out, overlap{earlier: last, later: x})
+		}
+		if i == 0 || x.end().After(last.end()) {
+			last = x
+		}
+	}
+	return out
+}
+
 // overlaps returns a description of every pair of holds by different
 // workers that overlapped: a hold that began before an earlier one had
 // ended.
 func overlaps(holds []hold) []string {
 	var out []string
-	var last hold // the hold that ends latest so far
-	for i, x := range holds {
-		if i > 0 && x.acquired.Before(last.end()) {
-			out = append(out, fmt.Sprintf("worker %d acquired the lock (fence %d) %v before worker %d's hold (fence %d) ended",
-				x.worker, x.fence, last.end().Sub(x.acquired), last.worker, last.fence))
-		}
-		if i == 0 || x.end().After(last.end()) {
-			last = x
+	for _, o := range findOverlaps(holds) {
+		out = append(out, o.String())
+	}
+	return out
+}
+
+// fenceDrops returns the index of every hold whose fence was not greater
+// than that of the hold acquired before it.
+func fenceDrops(holds []hold) []int {
+	var out []int
+	for i := 1; i < len(holds); i++ {
+		if holds[i].fence <= holds[i-1].fence {
+			out = append(out, i)
 		}
 	}
 	return out
@@ -71,13 +125,19 @@ func overlaps(holds []hold) []string {
 // greater than that of the hold acquired before it.
 func fenceErrors(holds []hold) []string {
 	var out []string
-	for i := 1; i < len(holds); i++ {
-		if holds[i].fence <= holds[i-1].fence {
-			out = append(out, fmt.Sprintf("worker %d got fence %d after worker %d had fence %d",
-				holds[i].worker, holds[i].fence, holds[i-1].worker, holds[i-1].fence))
-		}
+	for _, i := range fenceDrops(holds) {
+		out = append(out, fmt.Sprintf("worker %d got fence %d after worker %d had fence %d",
+			holds[i].worker, holds[i].fence, holds[i-1].worker, holds[i-1].fence))
 	}
 	return out
+}
+
+// String says how the check went: "PASS  what" or "FAIL  what".
+func (r checkResult) String() string {
+	if r.ok {
+		return "PASS  " + r.text
+	}
+	return "FAIL  " + r.text
 }
 
 func (d *demo) check(ok bool, format string, args ...any) {
@@ -129,12 +189,10 @@ func (d *demo) verdict() error {
 	d.say("verdict:")
 	failed := 0
 	for _, r := range d.results {
-		word := "PASS"
 		if !r.ok {
-			word = "FAIL"
 			failed++
 		}
-		d.say("  %s  %s", word, r.text)
+		d.say("  %s", r)
 	}
 	if failed > 0 {
 		d.say("demo FAILED: %d of %d checks failed", failed, len(d.results))

@@ -18,7 +18,7 @@ func (d *demo) contend(ctx context.Context) {
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	d.start = time.Now()
-	d.phase.Store(1)
+	d.enter(1, fmt.Sprintf("phase 1: all %d nodes up", len(d.names)))
 	for i, c := range d.workers {
 		wg.Add(1)
 		go func() {
@@ -36,7 +36,7 @@ func (d *demo) contend(ctx context.Context) {
 		d.say("")
 		d.say("phase 2: %s; %d of %d nodes up, quorum %d, for %v", d.stopping(n-down, n), n-down, n, d.monitor.Quorum(), d.df.phase)
 		d.stopNodes(n-down, n)
-		d.phase.Store(2)
+		d.enter(2, fmt.Sprintf("phase 2: %d of %d nodes up", n-down, n))
 		d.progress(ctx, d.df.phase)
 	}
 	stop()
@@ -63,9 +63,16 @@ func (d *demo) nodeList(from, to int) string {
 	return strings.Join(s, " and ")
 }
 
+// enter starts a phase of the demo.
+func (d *demo) enter(phase int, label string) {
+	d.phase.Store(int32(phase))
+	d.phases = append(d.phases, demoPhase{start: time.Now(), label: label})
+}
+
 // stopNodes stops nodes from..to-1, or cuts the demo off from them.
 func (d *demo) stopNodes(from, to int) {
 	for i := from; i < to; i++ {
+		d.stops = append(d.stops, nodeStop{node: i, at: time.Now()})
 		if d.embedded != nil {
 			d.embedded.stop(i)
 		} else {
@@ -77,8 +84,10 @@ func (d *demo) stopNodes(from, to int) {
 // worker takes the lock over and over until ctx is done.
 func (d *demo) worker(ctx context.Context, i int, c *redlock.Client) {
 	for ctx.Err() == nil {
+		called := time.Now()
 		l, err := c.Lock(ctx, d.key, d.df.ttl)
 		if err != nil {
+			d.hist.addMiss(miss{worker: i + 1, called: called, returned: time.Now(), err: err})
 			sleepCtx(ctx, 50*time.Millisecond) // ctx is done, or a round failed
 			continue
 		}
@@ -92,7 +101,7 @@ func (d *demo) worker(ctx context.Context, i int, c *redlock.Client) {
 		d.store.write(l.Fence())
 		released, until := time.Now(), l.Until()
 		l.Release(context.Background())
-		d.hist.add(hold{worker: i + 1, fence: l.Fence(), acquired: acquired, released: released, until: until, phase: phase})
+		d.hist.add(hold{worker: i + 1, fence: l.Fence(), called: called, acquired: acquired, released: released, until: until, phase: phase})
 		d.perWorker[i].Add(1)
 		// A pause outside the lock, as real work would have.
 		sleepCtx(ctx, time.Duration(mathrand.IntN(10))*time.Millisecond)
@@ -154,7 +163,7 @@ func (d *demo) withoutQuorum(ctx context.Context) {
 	wait := min(time.Second, d.df.phase/3)
 	d.say("  each worker keeps trying, waiting up to %v per attempt", wait.Round(time.Millisecond))
 	d.stopNodes(n-down, n-down+1)
-	d.phase.Store(3)
+	d.enter(3, fmt.Sprintf("phase 3: %d of %d nodes up, no quorum", n-down, n))
 	end := time.Now().Add(d.df.phase)
 	var wg sync.WaitGroup
 	for i, c := range d.workers {
@@ -214,8 +223,12 @@ func demoResultText(r redlock.NodeResult) string {
 func (d *demo) attempt(ctx context.Context, i int, c *redlock.Client, end time.Time, wait time.Duration) {
 	for first := true; first || time.Now().Before(end); first = false {
 		actx, cancel := context.WithTimeout(ctx, wait)
+		called := time.Now()
 		l, err := c.Lock(actx, d.key, d.df.ttl)
 		cancel()
+		if err != nil {
+			d.hist.addMiss(miss{worker: i + 1, called: called, returned: time.Now(), err: err})
+		}
 		switch {
 		case err == nil:
 			d.attempts.Add(1)
@@ -224,7 +237,7 @@ func (d *demo) attempt(ctx context.Context, i int, c *redlock.Client, end time.T
 			d.store.write(l.Fence())
 			released, until := time.Now(), l.Until()
 			l.Release(context.Background())
-			d.hist.add(hold{worker: i + 1, fence: l.Fence(), acquired: acquired, released: released, until: until, phase: 3})
+			d.hist.add(hold{worker: i + 1, fence: l.Fence(), called: called, acquired: acquired, released: released, until: until, phase: 3})
 		case ctx.Err() != nil:
 			return // the demo was interrupted
 		case errors.Is(err, redlock.ErrNoQuorum):
