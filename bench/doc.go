@@ -132,4 +132,43 @@
 //     (MOVED, ASK) and CROSSSLOT. A Goals line checks that this module's client makes the
 //     same round trips and runs the same commands on the cluster as on one
 //     server.
+//
+// # Where one lock waits (cmd/waits)
+//
+// The command github.com/quorumlock/redlock/bench/cmd/waits breaks one
+// uncontended lock+release (W1, G = 1) into its waits. One goroutine
+// locks and releases keys of its own, one pair at a time, with each
+// library in turn, in slices of -slice (200ms) until each has run
+// -slices (20) of them, after -warmup (500ms) of unmeasured pairs. The
+// libraries are redlock/go-redis, redlock/rueidis, redsync and
+// bsm/redislock as above, and two floors on one node: redlock-scripts,
+// the acquire and release calls one redlock Lock and Release made,
+// recorded once and sent again and again by a plain go-redis client (the
+// scripts' round trips without the client core and adapter), and
+// setnx-cad, SET NX PX then a compare-and-delete script. -libs picks
+// some; -n (1) starts that many redis-servers, or -addrs uses running
+// ones; -ttl (10s) and -quarantine (on) are as for lockbench, and with
+// quarantine on it first waits until every server is older than the
+// TTL. For each library it prints pairs per second, acquire and release
+// p50 and p90 over every pair and the range of the slices' p50, and per
+// pair: redlock's time inside its nodes' Eval calls (each node wrapped
+// in a timer that keeps the adapter's optional interfaces), heap
+// allocations, bytes and goroutines created (runtime/metrics), the
+// process's voluntary context switches (getrusage), the CPU time of the
+// client's threads and of the servers' threads and the client's
+// run-queue wait (/proc/PID/task/*/schedstat), the servers' voluntary
+// switches, the machine's entries into a CPU idle state other than POLL
+// (/sys/devices/system/cpu/cpu*/cpuidle/state*/usage: halted CPUs that
+// had to be woken), and the CPU the machine's other processes used
+// meanwhile (/proc/stat), which names how idle the machine was. A
+// counter it cannot read leaves its column blank. With -trace FILE it
+// then runs -trace-pairs (2000) pairs of each library under
+// runtime/trace, writes the trace to FILE and reads it back with
+// golang.org/x/exp/trace: per pair, the calling goroutine's time running,
+// in system calls, runnable and parked by reason (network, chan receive,
+// ...), its parks and system calls, and the process's goroutines
+// created, other goroutines woken and P starts. Run under taskset -c 0,
+// client and the servers it starts share one CPU, so no CPU halts
+// between request and reply: the pinned latencies are the CPU on the
+// critical path.
 package bench

@@ -16,6 +16,7 @@ require (
 	github.com/quorumlock/redlock/rueidisnode v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
+	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
 )
 
 require (
