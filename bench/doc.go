@@ -108,7 +108,8 @@
 //     slice ends.
 //   - Latencies: time.Now around each call, recorded in a log-linear
 //     histogram (buckets at most about 3% wide) per goroutine and merged;
-//     percentiles are the middle of their bucket, max is exact. In W1 the
+//     percentiles (p50, p99, p999) are the middle of their bucket, max is
+//     exact; a p999 needs some ten thousand calls to mean much. In W1 the
 //     acquire latency is one lock call; in W2 it is the whole wait, from
 //     the end of the contender's previous release (or the start of the
 //     slice) to holding the lock, across give-ups. A wait still going on

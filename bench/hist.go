@@ -88,3 +88,8 @@ func (h *hist) quantile(q float64) time.Duration {
 	}
 	return h.max
 }
+
+// latencies returns the percentiles of h that the report shows.
+func (h *hist) latencies() latencies {
+	return latencies{P50: h.quantile(0.50), P99: h.quantile(0.99), P999: h.quantile(0.999), Max: h.max}
+}

@@ -14,7 +14,7 @@ import (
 
 // latencies are the percentiles of one kind of call.
 type latencies struct {
-	P50, P99, Max time.Duration
+	P50, P99, P999, Max time.Duration
 }
 
 // A Row is what one library did in one cell.
@@ -339,8 +339,9 @@ func (c Cell) nodes() string {
 // progress is the one-line summary of a row printed as the run goes.
 func (row Row) progress() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-17s %-16s %8.0f ops/s  acquire p50 %-7s p99 %-7s release p50 %-7s %6.1f allocs/op",
-		row.Cell, row.Library, row.OpsPerSec, fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Release.P50), row.AllocsPerOp)
+	fmt.Fprintf(&b, "%-17s %-16s %8.0f ops/s  acquire p50 %-7s p99 %-7s p999 %-7s release p50 %-7s %6.1f allocs/op",
+		row.Cell, row.Library, row.OpsPerSec, fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.P999),
+		fmtDur(row.Release.P50), row.AllocsPerOp)
 	switch row.Cell.Workload {
 	case Sem:
 		fmt.Fprintf(&b, "  held mean %.2f max %d busiest %.1f%% least %.1f%% cut-off %d violations %d",
@@ -419,21 +420,21 @@ func (r *Report) Markdown() string {
 	clients := map[string]string{W2: "own", W2Shared: "shared"}
 	if len(w1) > 0 {
 		b.WriteString("\n#### W1: uncontended (G goroutines share one client, each on its own keys)\n\n")
-		b.WriteString("| N | G | library | ops/s | × redsync | acquire p50 | p99 | max | release p50 | p99 | allocs/op | B/op | errors |\n")
-		b.WriteString("|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		b.WriteString("| N | G | library | ops/s | × redsync | acquire p50 | p99 | p999 | max | release p50 | p99 | allocs/op | B/op | errors |\n")
+		b.WriteString("|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, row := range w1 {
 			c := row.Cell
 			if row.NA {
-				fmt.Fprintf(&b, "| %s | %d | %s | n/a | | | | | | | | | |\n", c.nodes(), c.G, row.Library)
+				fmt.Fprintf(&b, "| %s | %d | %s | n/a | | | | | | | | | | |\n", c.nodes(), c.G, row.Library)
 				continue
 			}
 			vs := ""
 			if p, ok := r.Find(c, LibRedsync); ok {
 				vs = fmtRatio(ratio(row.OpsPerSec, p.OpsPerSec))
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %.0f | %s | %s | %s | %s | %s | %s | %.1f | %.0f | %d |\n",
+			fmt.Fprintf(&b, "| %s | %d | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %.1f | %.0f | %d |\n",
 				c.nodes(), c.G, row.Library, row.OpsPerSec, vs,
-				fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.Max),
+				fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.P999), fmtDur(row.Acquire.Max),
 				fmtDur(row.Release.P50), fmtDur(row.Release.P99),
 				row.AllocsPerOp, row.BytesPerOp, row.Errors+row.GaveUp)
 		}

@@ -721,8 +721,8 @@ func (lr *libRun) row() Row {
 	if secs > 0 {
 		r.OpsPerSec = float64(r.Ops) / secs
 	}
-	r.Acquire = latencies{P50: acq.quantile(0.50), P99: acq.quantile(0.99), Max: acq.max}
-	r.Release = latencies{P50: rel.quantile(0.50), P99: rel.quantile(0.99), Max: rel.max}
+	r.Acquire = acq.latencies()
+	r.Release = rel.latencies()
 	if r.Ops > 0 {
 		r.AllocsPerOp = float64(lr.mallocs) / float64(r.Ops)
 		r.BytesPerOp = float64(lr.bytes) / float64(r.Ops)
