@@ -26,6 +26,7 @@ func TestSmoke(t *testing.T) {
 		cfg.Addrs = append(cfg.Addrs, s.Addr())
 	}
 	cfg.ClusterAddrs = cluster.Addrs()
+	cfg.Libraries = Libraries() // the defaults and those only named
 	cfg.Duration = 60 * time.Millisecond
 	cfg.Reps = 2
 	cfg.Nodes = []int{1, 3}

@@ -24,7 +24,13 @@
 //     client-side caching off, as rueidisnode.Dial has them.
 //   - redsync: github.com/go-redsync/redsync/v4 over one go-redis v9 client
 //     (pool) per node, with default client options. Each goroutine makes a
-//     Mutex per key once and reuses it.
+//     Mutex per key once and reuses it. Its rounds wait for every node.
+//   - redsync/failfast: the same with WithFailFast(true), whose rounds,
+//     Lock's and Unlock's, end as soon as a quorum has granted or refused.
+//     Each lock gets a new Mutex: Unlock returns while goroutines of its
+//     round have still to read the Mutex's value, which the next Lock of
+//     a reused Mutex writes (a data race in redsync v4.18.1). Not in the
+//     default -libs.
 //   - bsm/redislock: github.com/bsm/redislock over one go-redis client; it
 //     locks a single node, so it runs only in the N = 1 cells, the
 //     cluster's included.
@@ -33,7 +39,16 @@
 //     pipelining, a fresh 16-byte random token per attempt), held with
 //     N/2+1 grants, then EVALSHA compare-and-delete on every node at once.
 //     A failed attempt deletes its token everywhere and is retried after a
-//     random pause of 0.5–1.5 × 50ms (1ms when tuned).
+//     random pause of 0.5–1.5 × 50ms (1ms when tuned). Each attempt waits
+//     for every node: one round trip to the slowest.
+//   - quorum floor: W1 only, not a lock, and not in the default -libs.
+//     SET key token PX ttl on every node at once (one goroutine per node,
+//     over go-redis), returning as soon as a quorum has answered, then
+//     DEL key the same way: one round trip to the quorum-th node, the
+//     least any client that waits for a quorum can take. The commands are
+//     unconditional, so that a DEL that overtakes its SET on a slow node
+//     (the rest of each round goes on in the background) leaves a key
+//     that expires and nothing fails.
 //
 // On the cluster, redsync, bsm/redislock and the raw floor each have one
 // *redis.ClusterClient with default options where they have a

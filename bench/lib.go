@@ -46,22 +46,34 @@ const (
 	LibRedlockGoRedis = "redlock/go-redis" // this module's client through goredisnode
 	LibRedlockRueidis = "redlock/rueidis"  // this module's client through rueidisnode
 	LibRedsync        = "redsync"          // github.com/go-redsync/redsync/v4 with go-redis v9 pools
+	LibRedsyncFast    = "redsync/failfast" // redsync with WithFailFast(true): a round ends at the quorum
 	LibBSM            = "bsm/redislock"    // github.com/bsm/redislock, single node only
 	LibRaw            = "raw go-redis"     // the naive floor: SET NX PX and EVALSHA delete, in parallel
+	LibQuorumFloor    = "quorum floor"     // W1 only: SET and DEL on every node, each call ending at the quorum-th reply
 )
 
 // Libraries returns the names of every library the harness knows, in the
 // order the tables list them.
 func Libraries() []string {
+	return []string{LibRedlockGoRedis, LibRedlockRueidis, LibRedsync, LibRedsyncFast, LibBSM, LibRaw, LibQuorumFloor}
+}
+
+// DefaultLibraries returns the libraries of a full run: redsync with its
+// defaults only, and no quorum floor, which the realistic-network runs
+// add.
+func DefaultLibraries() []string {
 	return []string{LibRedlockGoRedis, LibRedlockRueidis, LibRedsync, LibBSM, LibRaw}
 }
 
 // supports reports whether library lib can run cell c: bsm/redislock
-// locks one node only, and only this module's client has a semaphore and
-// elections.
+// locks one node only, only this module's client has a semaphore and
+// elections, and the quorum floor, which does not lock, runs W1 only.
 func supports(lib string, c Cell) bool {
-	if coordination(c.Workload) {
+	switch {
+	case coordination(c.Workload):
 		return lib == LibRedlockGoRedis || lib == LibRedlockRueidis
+	case lib == LibQuorumFloor:
+		return c.Workload == W1
 	}
 	return lib != LibBSM || c.N == 1
 }
@@ -141,8 +153,8 @@ func open(lib string, t target, s settings) (client, error) {
 	switch lib {
 	case LibRedlockGoRedis, LibRedlockRueidis:
 		return openRedlock(lib, t, s)
-	case LibRedsync:
-		return openRedsync(t, s), nil
+	case LibRedsync, LibRedsyncFast:
+		return openRedsync(t, s, lib == LibRedsyncFast), nil
 	case LibBSM:
 		if t.nodes() != 1 {
 			return nil, fmt.Errorf("%s supports a single node only", lib)
@@ -150,6 +162,8 @@ func open(lib string, t target, s settings) (client, error) {
 		return openBSM(t, s), nil
 	case LibRaw:
 		return openRaw(t, s)
+	case LibQuorumFloor:
+		return openFloor(t, s), nil
 	}
 	return nil, fmt.Errorf("unknown library %q", lib)
 }
@@ -298,16 +312,22 @@ func (w *redlockWorker) unlock(ctx context.Context) error {
 // --- redsync ---------------------------------------------------------------
 
 type redsyncClient struct {
-	rs      *redsync.Redsync
-	clients []redis.UniversalClient
-	opts    []redsync.Option
+	rs       *redsync.Redsync
+	clients  []redis.UniversalClient
+	opts     []redsync.Option
+	failFast bool
 }
 
 // openRedsync opens redsync over one go-redis client (a pool) per node,
 // each with go-redis's default options; the cluster's is a
-// *redis.ClusterClient.
-func openRedsync(t target, s settings) *redsyncClient {
-	rc := &redsyncClient{opts: []redsync.Option{redsync.WithExpiry(s.ttl)}}
+// *redis.ClusterClient. With failFast, its rounds end as soon as a quorum
+// has granted (or refused), as WithFailFast(true) has them; by default
+// they wait for every node.
+func openRedsync(t target, s settings, failFast bool) *redsyncClient {
+	rc := &redsyncClient{opts: []redsync.Option{redsync.WithExpiry(s.ttl)}, failFast: failFast}
+	if failFast {
+		rc.opts = append(rc.opts, redsync.WithFailFast(true))
+	}
 	pools := make([]redsyncredis.Pool, 0, t.nodes())
 	for i := range t.nodes() {
 		c := newGoRedis(t, t.addrs[i])
@@ -327,7 +347,18 @@ func (rc *redsyncClient) worker(keys []string) worker {
 	// A Mutex is made once per key and reused for every acquisition, as a
 	// program holding a mutex per resource would; this spares redsync the
 	// allocations of NewMutex in the loop.
+	//
+	// Not with WithFailFast: its Unlock returns while goroutines of its
+	// round have still to read the Mutex's value (redsync v4.18.1,
+	// mutex.go:144), which the next Lock of the same Mutex writes
+	// (mutex.go:117). The race detector reports it, and a late release
+	// would carry the next lock's value. So each lock gets a new Mutex, as
+	// a program using WithFailFast must do.
 	w := &redsyncWorker{mus: make([]*redsync.Mutex, len(keys))}
+	if rc.failFast {
+		w.fresh, w.keys = rc, keys
+		return w
+	}
 	for i, k := range keys {
 		w.mus[i] = rc.rs.NewMutex(k, rc.opts...)
 	}
@@ -339,10 +370,16 @@ func (rc *redsyncClient) close() error { return closeAll(rc.clients) }
 type redsyncWorker struct {
 	mus  []*redsync.Mutex
 	held *redsync.Mutex
+	// fresh, if not nil, makes a new Mutex of keys[i] for each lock.
+	fresh *redsyncClient
+	keys  []string
 }
 
 func (w *redsyncWorker) lock(ctx context.Context, i int) (bool, error) {
 	m := w.mus[i]
+	if w.fresh != nil {
+		m = w.fresh.rs.NewMutex(w.keys[i], w.fresh.opts...)
+	}
 	err := m.LockContext(ctx)
 	if err == nil {
 		w.held = m
@@ -575,4 +612,92 @@ func (w *rawWorker) release(ctx context.Context, key, token string) (int, error)
 	}
 	wg.Wait()
 	return deleted, first
+}
+
+// --- the quorum floor ------------------------------------------------------------
+
+// floorClient is the network's floor for a quorum lock, W1 only: what no
+// client that waits for a quorum can beat. Its lock sends SET key token
+// PX ttl to every node at once (one goroutine per node, as the raw floor)
+// and returns as soon as a quorum has answered OK; its unlock sends DEL
+// key the same way and returns at the quorum-th answer. The commands are
+// unconditional, so that an unlock that overtakes its lock on a slow node
+// (the rest of each round goes on in the background) leaves at most a
+// key that expires, and nothing fails. Each call is one round trip to the
+// quorum-th node to answer; the raw floor, which waits for every node, is
+// one round trip to the slowest.
+type floorClient struct {
+	clients []redis.UniversalClient
+	quorum  int
+	ttl     time.Duration
+	late    sync.WaitGroup // the requests still out after their round ended
+}
+
+func openFloor(t target, s settings) *floorClient {
+	c := &floorClient{quorum: t.nodes()/2 + 1, ttl: s.ttl}
+	for i := range t.nodes() {
+		c.clients = append(c.clients, newGoRedis(t, t.addrs[i]))
+	}
+	return c
+}
+
+func (c *floorClient) worker(keys []string) worker {
+	var b [8]byte
+	rand.Read(b[:])
+	return &floorWorker{c: c, keys: keys, token: hex.EncodeToString(b[:])}
+}
+
+// close waits for the requests still out, then closes the clients.
+func (c *floorClient) close() error {
+	c.late.Wait()
+	return closeAll(c.clients)
+}
+
+type floorWorker struct {
+	c     *floorClient
+	keys  []string
+	token string
+	key   string
+}
+
+func (w *floorWorker) lock(ctx context.Context, i int) (bool, error) {
+	key, token, ttl := w.keys[i], w.token, w.c.ttl
+	w.key = key
+	err := w.c.round(ctx, func(rc redis.UniversalClient) redis.Cmder { return rc.Set(ctx, key, token, ttl) })
+	return err == nil, err
+}
+
+func (w *floorWorker) unlock(ctx context.Context) error {
+	key := w.key
+	return w.c.round(ctx, func(rc redis.UniversalClient) redis.Cmder { return rc.Del(ctx, key) })
+}
+
+// round runs call on every node at once and returns once a quorum has
+// answered without an error, or with the first error once a quorum can no
+// longer answer so. The other requests go on in the background.
+func (c *floorClient) round(ctx context.Context, call func(redis.UniversalClient) redis.Cmder) error {
+	ch := make(chan error, len(c.clients))
+	c.late.Add(len(c.clients))
+	for _, rc := range c.clients {
+		go func() {
+			defer c.late.Done()
+			ch <- call(rc).Err()
+		}()
+	}
+	ok, failed := 0, 0
+	var first error
+	for ok < c.quorum {
+		err := <-ch
+		if err == nil {
+			ok++
+			continue
+		}
+		if first == nil {
+			first = err
+		}
+		if failed++; failed > len(c.clients)-c.quorum {
+			return first
+		}
+	}
+	return nil
 }

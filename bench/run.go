@@ -116,7 +116,7 @@ func DefaultConfig() Config {
 		Duration:   5 * time.Second,
 		Reps:       5,
 		Workloads:  Workloads(),
-		Libraries:  Libraries(),
+		Libraries:  DefaultLibraries(),
 		Nodes:      []int{1, 3, 5},
 		Goroutines: []int{1, 16, 64},
 		Contenders: 16,
