@@ -109,6 +109,44 @@
 // two workloads uses keys of its own, so that what a slice cut short
 // leaves behind does not hold up the next.
 //
+// # The realistic network
+//
+// On loopback every server answers in the same few microseconds, which
+// hides what a quorum is for. With Config.Network set (lockbench -net
+// realistic) the clients reach each server through a delay proxy, all of
+// them in a process of their own started by StartNetwork (the benchmark's
+// executable again, see ServeNetworkIfChild), as NetConfig says:
+//
+//   - Each segment of bytes a client sends is held for its server's base
+//     round trip plus an exponentially distributed jitter, never
+//     overtaking the segment before it on its connection; the replies are
+//     relayed as they come, so a request and its reply see one round trip.
+//     The base round trips are spread evenly from NetConfig.MinRTT, the
+//     first server's, to MaxRTT, the last's: by default 200µs, 400µs,
+//     600µs, 800µs and 1ms over five servers, plus a jitter of mean 100µs.
+//     A quorum of five is then normally the third server, at 600µs, and
+//     the slowest is at 1ms.
+//   - One server (NetConfig.StallNode, by default the first, the fastest,
+//     which is in nearly every quorum) stalls for StallMin to StallMax
+//     (uniform, 5–20ms by default) after gaps of mean StallEvery
+//     (exponential, 1s by default), as a server does while it forks for
+//     an RDB snapshot or waits on a slow fsync: what its clients send
+//     meanwhile reaches it when the stall ends, and replies already on
+//     their way still arrive. It stalls about 1.2% of the time.
+//
+// The proxies deliver from one goroutine locked to its thread, which
+// sleeps with nanosleep and a timer slack of 1ns: a Go timer in a process
+// with idle processors fires no sooner than a whole millisecond, which
+// would blur round trips of a fraction of one. Still, the proxies share
+// the machine's cores with the clients and the servers; the report gives
+// how late past their due time the segments were delivered, and the
+// stalls, over the cells. The cluster is not used: its redirections name
+// the servers' own ports, which would bypass the proxies. Compare a
+// library with the two floors of the same cell: the quorum floor (the
+// quorum-th node) and the raw floor (the slowest node). A Goals line
+// checks that this module's client's acquire p99 is nearer the first than
+// the second.
+//
 // # Measurement
 //
 // A cell runs every library that supports it for Config.Duration, split
@@ -124,7 +162,8 @@
 //   - Latencies: time.Now around each call, recorded in a log-linear
 //     histogram (buckets at most about 3% wide) per goroutine and merged;
 //     percentiles (p50, p99, p999) are the middle of their bucket, max is
-//     exact; a p999 needs some ten thousand calls to mean much. In W1 the
+//     exact. A p999 needs some ten thousand calls to mean much: at G = 1
+//     over the realistic network, half a minute per library. In W1 the
 //     acquire latency is one lock call; in W2 it is the whole wait, from
 //     the end of the contender's previous release (or the start of the
 //     slice) to holding the lock, across give-ups. A wait still going on

@@ -80,6 +80,11 @@ type Report struct {
 	LoadStart, LoadEnd string
 	// Command is the command that produced the report, for the reader.
 	Command string
+	// Network describes the simulated network of the run (see
+	// Config.Network), or is empty on loopback; NetStats is what it
+	// counted while the cells ran.
+	Network  string
+	NetStats *NetStats
 	// Commands are the commands counted per lock+release, for each
 	// library on the first server and on the cluster.
 	Commands []CommandCount
@@ -217,6 +222,25 @@ func (r *Report) Targets() []Target {
 			add("W2 N=5 G=16 default: no contender above 2× its fair share",
 				fmt.Sprintf("busiest %.1f%% (fair %.2f%%, %.2f× fair)", 100*o.BusiestShare, 100*fair, o.BusiestShare/fair),
 				o.Acquisitions > 0 && o.BusiestShare <= 2*fair)
+		}
+		if r.Network != "" {
+			for _, row := range r.Rows {
+				c := row.Cell
+				if c.Workload != W1 || c.Cluster || c.N < 3 || row.Library != ours || row.NA {
+					continue
+				}
+				q, okq := r.Find(c, LibQuorumFloor)
+				all, oka := r.Find(c, LibRaw)
+				if !okq || !oka {
+					continue
+				}
+				add(fmt.Sprintf("realistic network, W1 N=%d G=%d: acquire p99 nearer the quorum-th node's (quorum floor) than the slowest's (raw go-redis)", c.N, c.G),
+					fmt.Sprintf("p99 %s (p50 %s, p999 %s); quorum floor %s (%s, %s); raw %s (%s, %s)",
+						fmtDur(row.Acquire.P99), fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P999),
+						fmtDur(q.Acquire.P99), fmtDur(q.Acquire.P50), fmtDur(q.Acquire.P999),
+						fmtDur(all.Acquire.P99), fmtDur(all.Acquire.P50), fmtDur(all.Acquire.P999)),
+					row.Acquire.P99-q.Acquire.P99 < all.Acquire.P99-row.Acquire.P99)
+			}
 		}
 		if plain, ok := r.findCount(ours, false); ok {
 			if cl, ok := r.findCount(ours, true); ok {
@@ -373,6 +397,13 @@ func (r *Report) Markdown() string {
 	}
 	fmt.Fprintf(&b, "- Machine: %s, %d logical CPUs (GOMAXPROCS %d), %s/%s, kernel %s; %s; redis-server %s; load average %s at the start, %s at the end\n",
 		m.CPU, m.Cores, m.GOMAXPROCS, m.OS, m.Arch, m.Kernel, m.Go, m.Redis, orQ(r.LoadStart), orQ(r.LoadEnd))
+	if r.Network != "" {
+		fmt.Fprintf(&b, "- Network: %s.", r.Network)
+		if r.NetStats != nil {
+			fmt.Fprintf(&b, " While the cells ran: %s.", r.NetStats)
+		}
+		b.WriteString("\n")
+	}
 	if len(r.Rows) > 0 {
 		fmt.Fprintf(&b, "- Each library ran %v per cell in %d interleaved slices of %v; TTL %v; tuned retry delay %v; the run took %v.\n",
 			cfg.Duration, cfg.Reps, cfg.Duration/time.Duration(max(cfg.Reps, 1)), cfg.TTL, cfg.TunedDelay, r.Finished.Sub(r.Started).Round(time.Second))

@@ -108,6 +108,10 @@ type Config struct {
 	// Progress, if not nil, receives a line for each library in each cell
 	// as it completes.
 	Progress io.Writer
+	// Network, if not nil, is the simulated network between the clients
+	// and the servers: Addrs are then its proxies' addresses. The report
+	// describes it, with what it counted while the cells ran.
+	Network *Network
 }
 
 // DefaultConfig returns the configuration of a full run, without Addrs.
@@ -300,9 +304,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Started: time.Now(), Config: cfg, Machine: DescribeMachine(), LoadStart: LoadAverage()}
+	if cfg.Network != nil {
+		rep.Network = cfg.Network.Describe()
+		if _, err := cfg.Network.Stats(); err != nil { // counts afresh from here
+			return nil, fmt.Errorf("network: %w", err)
+		}
+	}
 	defer func() {
 		rep.Finished = time.Now()
 		rep.LoadEnd = LoadAverage()
+		if cfg.Network != nil {
+			if s, err := cfg.Network.Stats(); err == nil {
+				rep.NetStats = &s
+			}
+		}
 	}()
 	if err := rep.countCommands(ctx); err != nil {
 		return rep, err

@@ -28,6 +28,21 @@
 // over 20,000 pairs, without any cell:
 //
 //	go run ./cmd/lockbench -workloads "" -n 1 -count 20000
+//
+// A realistic network: with -net realistic each server is reached through
+// a delay proxy, all of them in a second process (lockbench started
+// again), which holds what the clients send for its server's round trip
+// plus a jitter and relays the replies as they come. The round trips are
+// spread evenly over -net-rtt from the first server to the last, the
+// jitter is exponentially distributed with mean -net-jitter, and server
+// -net-stall-node stalls for -net-stall (uniform) after gaps of mean
+// -net-stall-every (exponential), as a server forking for an RDB snapshot
+// or waiting on a slow fsync does. The cluster is not started. W1 on five
+// nodes, ours against redsync with and without WithFailFast and the
+// floors of the quorum-th and the slowest node:
+//
+//	go run ./cmd/lockbench -net realistic -workloads W1 -n 5 -g 1,16 -count 0 \
+//	    -libs "redlock/go-redis,redlock/rueidis,redsync,redsync/failfast,raw go-redis,quorum floor"
 package main
 
 import (
@@ -51,6 +66,7 @@ import (
 )
 
 func main() {
+	bench.ServeNetworkIfChild() // the network's process of -net realistic
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -64,13 +80,20 @@ func main() {
 // stdout and progress to stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	def := bench.DefaultConfig()
+	defNet := bench.DefaultNetConfig()
 	fs := flag.NewFlagSet("lockbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	libsHelp := "libraries to compare, comma-separated: " + strings.Join(bench.Libraries(), ", ") +
+		" (redsync/failfast: redsync with WithFailFast(true); quorum floor: W1 only, not a lock: SET and DEL on every node, each call ending at the quorum-th reply)"
 	var (
 		duration   = fs.Duration("duration", def.Duration, "measured time of each library in each cell, split into -reps interleaved slices")
 		reps       = fs.Int("reps", def.Reps, "number of interleaved slices per cell")
 		workloads  = fs.String("workloads", strings.Join(def.Workloads, ","), "workloads to run: W1, W2 (a client per contender), W2s (one client shared), SEM (a semaphore), ELECT (an election)")
-		libs       = fs.String("libs", strings.Join(def.Libraries, ","), "libraries to compare, comma-separated: "+strings.Join(bench.Libraries(), ", "))
+		libs       = fs.String("libs", strings.Join(def.Libraries, ","), libsHelp)
 		nodes      = fs.String("n", ints(def.Nodes), "numbers of nodes, N")
 		goroutines = fs.String("g", ints(def.Goroutines), "numbers of goroutines of W1, G")
 		contenders = fs.Int("contenders", def.Contenders, "number of contenders of W2")
@@ -81,7 +104,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		tuned      = fs.Duration("tuned-delay", def.TunedDelay, "retry delay of the tuned setting")
 		ttl        = fs.Duration("ttl", def.TTL, "time to live of every lock")
 		quarantine = fs.Bool("quarantine", def.Quarantine, "run redlock with its restart quarantine on, as shipped (the fresh servers are first left to age past -ttl); false sets Options.DisableQuarantine")
-		cluster    = fs.Bool("cluster", true, "also start a Redis Cluster of 3 masters and run every workload on it as the one node (N=1), beside the plain N=1 cells")
+		cluster    = fs.Bool("cluster", true, "also start a Redis Cluster of 3 masters and run every workload on it as the one node (N=1), beside the plain N=1 cells (not with -net realistic)")
+		network    = fs.String("net", "loopback", "the network between the clients and the servers: loopback, or realistic: a delay proxy in front of each server, all in a second process, as the -net-* flags say")
+		netRTT     = fs.String("net-rtt", durRange(defNet.MinRTT, defNet.MaxRTT), "-net realistic: base round trips, spread evenly from the first server to the last (min-max, or one for all)")
+		netJitter  = fs.Duration("net-jitter", defNet.Jitter, "-net realistic: mean of the jitter added to each round trip, exponentially distributed")
+		netStall   = fs.String("net-stall", durRange(defNet.StallMin, defNet.StallMax), "-net realistic: how long a stall lasts, drawn uniformly (min-max)")
+		netEvery   = fs.Duration("net-stall-every", defNet.StallEvery, "-net realistic: mean gap from one stall to the next, exponentially distributed; 0: no stalls")
+		netNode    = fs.Int("net-stall-node", defNet.StallNode, "-net realistic: the server that stalls, from 1 (the first has the shortest round trip); 0: none")
 		clusterG   = fs.String("cluster-g", ints(def.ClusterGoroutines), "numbers of goroutines of W1 on the cluster")
 		count      = fs.Int("count", def.CountPairs, "lock+release pairs per library for counting the commands the servers run, on one server and on the cluster; 0 counts nothing")
 		out        = fs.String("out", "", "file to write the report into, between the lockbench markers (e.g. ../BENCHMARKS.md)")
@@ -139,6 +168,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if !*quiet {
 		cfg.Progress = stderr
 	}
+	var netCfg *bench.NetConfig
+	switch *network {
+	case "loopback":
+	case "realistic":
+		nc := defNet
+		if nc.MinRTT, nc.MaxRTT, err = parseDurRange(*netRTT); err != nil {
+			return fmt.Errorf("-net-rtt: %w", err)
+		}
+		if nc.StallMin, nc.StallMax, err = parseDurRange(*netStall); err != nil {
+			return fmt.Errorf("-net-stall: %w", err)
+		}
+		nc.Jitter, nc.StallEvery, nc.StallNode = *netJitter, *netEvery, *netNode
+		netCfg = &nc
+		if explicit(fs, "cluster") && *cluster {
+			return errors.New("-net realistic runs without the cluster, whose redirections would bypass the proxies")
+		}
+		*cluster = false
+	default:
+		return fmt.Errorf("-net: unknown network %q (loopback, realistic)", *network)
+	}
 
 	nservers := 0
 	for _, n := range cfg.Nodes {
@@ -177,6 +226,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, "lockbench: %d redis-server processes on %s\n", len(servers), strings.Join(cfg.Addrs, ", "))
+	}
+	if netCfg != nil {
+		nw, err := bench.StartNetwork(cfg.Addrs, *netCfg)
+		if err != nil {
+			return fmt.Errorf("-net realistic: %w", err)
+		}
+		defer nw.Close()
+		cfg.Network, cfg.Addrs = nw, nw.Addrs()
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "lockbench: the clients reach the servers through the proxies on %s: %s\n", strings.Join(cfg.Addrs, ", "), nw.Describe())
+		}
 	}
 	if cl != nil {
 		cfg.ClusterAddrs = cl.Addrs()
@@ -244,6 +304,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// usage heads the -help text.
+const usage = `Usage: lockbench [flags]
+
+lockbench starts redis-server processes on loopback ports (and a Redis
+Cluster of 3 masters unless -cluster=false), measures this module's client
+side by side with redsync, bsm/redislock and a raw go-redis floor, and
+writes a Markdown report (see BENCHMARKS.md at the root of the repository).
+
+-net realistic puts a delay proxy in front of each server, all in a second
+process: each server gets a base round trip, spread evenly over -net-rtt
+from the first server to the last (200us, 400us, 600us, 800us and 1ms over
+five), plus an exponentially distributed jitter of mean -net-jitter, and
+server -net-stall-node stalls for -net-stall (uniform) after gaps of mean
+-net-stall-every (exponential), as during an RDB fork or a slow fsync. Ours
+should follow the quorum-th node, not the slowest; compare it with the two
+floors:
+
+  lockbench -net realistic -workloads W1 -n 5 -g 1,16 -count 0 \
+      -libs "redlock/go-redis,redlock/rueidis,redsync,redsync/failfast,raw go-redis,quorum floor"
+
+Flags:
+`
+
 // clusterMasters is the number of masters of the cluster.
 const clusterMasters = 3
 
@@ -288,6 +371,35 @@ func command(args []string) string {
 	}
 	return strings.Join(words, " ")
 }
+
+// explicit reports whether the flag name was set on the command line.
+func explicit(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// parseDurRange parses "min-max", such as "200us-1ms", or one duration
+// for both.
+func parseDurRange(s string) (lo, hi time.Duration, err error) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		b = a
+	}
+	if lo, err = time.ParseDuration(strings.TrimSpace(a)); err != nil {
+		return 0, 0, err
+	}
+	if hi, err = time.ParseDuration(strings.TrimSpace(b)); err != nil {
+		return 0, 0, err
+	}
+	if hi < lo {
+		return 0, 0, fmt.Errorf("%q: the maximum is below the minimum", s)
+	}
+	return lo, hi, nil
+}
+
+// durRange formats a range as parseDurRange takes it.
+func durRange(lo, hi time.Duration) string { return lo.String() + "-" + hi.String() }
 
 func list(s string) []string {
 	var out []string

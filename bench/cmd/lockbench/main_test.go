@@ -6,13 +6,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quorumlock/redlock/bench"
 	"github.com/quorumlock/redlock/redistest"
 )
 
-// TestMain fails the tests if they leave goroutines running.
-func TestMain(m *testing.M) { redistest.Main(m) }
+// TestMain fails the tests if they leave goroutines running. A test binary
+// started again by -net realistic serves the network instead.
+func TestMain(m *testing.M) {
+	bench.ServeNetworkIfChild()
+	redistest.Main(m)
+}
 
 // TestCommand runs the command end to end with a tiny configuration: it
 // starts its own servers and cluster, prints progress and the report, and
@@ -57,6 +62,49 @@ func TestCommand(t *testing.T) {
 	}
 }
 
+// TestCommandNet runs W1 over the realistic network, with every library
+// the flag's help names for it.
+func TestCommandNet(t *testing.T) {
+	var stdout, stderr strings.Builder
+	args := []string{"-net", "realistic", "-net-stall-every", "20ms", "-workloads", "W1", "-duration", "100ms", "-reps", "1", "-n", "3", "-g", "2",
+		"-count", "0", "-ttl", "1s", "-libs", "redlock/go-redis,redlock/rueidis,redsync,redsync/failfast,raw go-redis,quorum floor"}
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{"through the proxies on", "base round trips 200µs, 600µs, 1.00ms", "W1 N=3 G=2        quorum floor"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("no progress line %q:\n%s", want, stderr.String())
+		}
+	}
+	for _, want := range []string{"- Network: each server behind a delay proxy", "server 1 stalls for 5.00ms–20.0ms", "| 3 | 2 | redsync/failfast |", "p999"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the report has no %q:\n%s", want, stdout.String())
+		}
+	}
+	if strings.Contains(stderr.String(), "Redis Cluster") {
+		t.Errorf("a cluster started with -net realistic:\n%s", stderr.String())
+	}
+}
+
+func TestParseDurRange(t *testing.T) {
+	for in, want := range map[string][2]time.Duration{
+		"200us-1ms":  {200 * time.Microsecond, time.Millisecond},
+		"200µs-1ms":  {200 * time.Microsecond, time.Millisecond},
+		"5ms":        {5 * time.Millisecond, 5 * time.Millisecond},
+		" 1ms - 2ms": {time.Millisecond, 2 * time.Millisecond},
+	} {
+		lo, hi, err := parseDurRange(in)
+		if err != nil || lo != want[0] || hi != want[1] {
+			t.Errorf("%q: %v, %v, %v; want %v", in, lo, hi, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "2ms-1ms", "1ms-x"} {
+		if _, _, err := parseDurRange(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-n", "x"},
@@ -66,6 +114,10 @@ func TestBadFlags(t *testing.T) {
 		{"-cluster-g", "x"},
 		{"-permits", "x"},
 		{"-workloads", "W9", "-n", "1"},
+		{"-net", "nowhere"},
+		{"-net", "realistic", "-cluster=true"},
+		{"-net", "realistic", "-net-rtt", "x"},
+		{"-net", "realistic", "-net-stall", "9ms-1ms"},
 	} {
 		var stdout, stderr strings.Builder
 		if err := run(context.Background(), args, &stdout, &stderr); err == nil {
