@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/xml"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,7 @@ var detail = []level{
 	{merge: 4, marks: 100},
 	{merge: 16, marks: 40},
 	{merge: 64, mergeBad: true, marks: 16},
+	{merge: math.MaxFloat64, mergeBad: true, marks: 16}, // a span of each kind a row
 }
 
 // An axis maps the chart's time to pixels.
@@ -434,10 +436,17 @@ func (w *svg) lane(b laneBox, width float64) {
 		top := b.top + lanePad + float64(r)*rowHeight
 		mid := top + rowHeight/2
 		var beside []aside
+		after := 0.0 // where the spans so far, calls aside, end
 		for i, d := range row {
-			class := map[Kind]string{Hold: "h", Lapsed: "l", Call: "c", Fault: "f", Event: "e"}[d.Kind]
-			if d.Bad {
-				class = map[bool]string{true: "be", false: "b"}[d.Kind == Event]
+			if i > 0 && row[i-1].Kind != Call {
+				after = max(after, row[i-1].x1)
+			}
+			class := kindClass[d.Kind]
+			switch {
+			case d.Bad && d.Kind == Event:
+				class = "be"
+			case d.Bad:
+				class = "b"
 			}
 			switch d.Kind {
 			case Call:
@@ -449,37 +458,45 @@ func (w *svg) lane(b laneBox, width float64) {
 			default:
 				w.rect(class, d.x0, mid-barHeight/2, max(d.x1-d.x0, 2), barHeight, d.note())
 			}
-			switch {
-			case d.Label == "" || d.Kind == Call:
-			case d.Kind != Event && textWidth(d.Label)+4 <= d.x1-d.x0:
-				w.text("in", d.x0+2, mid+3.5, "", d.Label)
-			case d.Kind == Fault || d.Kind == Event:
-				beside = append(beside, aside{from: d.x0, to: d.x1, text: d.Label, limit: width, join: true})
-			default:
-				limit := width
-				if i+1 < len(row) {
-					limit = row[i+1].x0
-				}
-				beside = append(beside, aside{from: d.x0, to: d.x1, text: d.Label, limit: limit})
+			if d.Label == "" || d.Kind == Call {
+				continue
 			}
+			if d.Kind != Event && textWidth(d.Label)+4 <= d.x1-d.x0 {
+				w.text("in", d.x0+2, mid+3.5, "", d.Label)
+				continue
+			}
+			// Beside it, between the spans before and after it in its row;
+			// calls, thin lines, do not stand in a label's way.
+			a := aside{from: d.x0, to: d.x1, text: d.Label, limit: width, join: d.Kind == Fault || d.Kind == Event}
+			if j := slices.IndexFunc(row[i+1:], notCall); j >= 0 {
+				a.limit = row[i+1+j].x0
+			}
+			a.after = after
+			beside = append(beside, a)
 		}
 		w.beside(beside, mid+3.5, width)
 	}
 }
 
+// kindClass names the class of the spans of each kind.
+var kindClass = map[Kind]string{Hold: "h", Lapsed: "l", Call: "c", Fault: "f", Event: "e"}
+
+func notCall(d drawn) bool { return d.Kind != Call }
+
 // An aside is a label to be written beside what it labels.
 type aside struct {
 	from, to float64 // where what it labels begins and ends
 	text     string
-	limit    float64 // the label must end before this
+	after    float64 // the label must begin after this: where the span before it ends
+	limit    float64 // the label must end before this: where the span after it begins
 	join     bool    // a fault's or an event's: joined to its neighbours'
 }
 
-// beside writes labels to the right of what they label, or, at the right
-// edge of the chart, to the left: the labels of faults and events that end
-// within a few pixels of one another joined (a kill and the restart that
-// ends it), three at the most, and any label that would run into the one
-// before it, or past its limit, left out (the tooltip still has it).
+// beside writes labels to the right of what they label or, where the
+// next span of the row leaves no room, to the left: the labels of faults
+// and events that end within a few pixels of one another joined (a kill
+// and the restart that ends it), three at the most, and any label that
+// has room on neither side left out (the tooltip still has it).
 func (w *svg) beside(as []aside, y, width float64) {
 	slices.SortStableFunc(as, func(a, b aside) int { return cmp.Compare(a.to, b.to) })
 	var end float64 // where the last label written ends
@@ -496,7 +513,7 @@ func (w *svg) beside(as []aside, y, width float64) {
 		case a.to+3 >= end && a.to+3+tw <= min(a.limit, width)-2:
 			w.text("o", a.to+3, y, "", a.text)
 			end = a.to + 3 + tw + 4
-		case a.to+3+tw > width-2 && a.from-3-tw >= end:
+		case a.from-3-tw >= max(end, a.after+2, nameWidth):
 			w.text("o", a.from-3, y, "end", a.text)
 			end = a.from
 		}
@@ -553,7 +570,7 @@ func (w *svg) markLabels(marks []Mark, row []int, boxes []laneBox, ax axis, labe
 		}
 		top, _ := markSpan(m, boxes, lanesTop, lanesBottom)
 		x, y := ax.x(m.From), labelTop+float64(row[i]+1)*13
-		w.text("ml", x, y, "", m.Label)
+		w.text("ml", x, y, "", fitChars(m.Label, 40))
 		w.line("ml2", x, y+2, x, top, "")
 	}
 }

@@ -103,7 +103,7 @@ type Chart struct {
 }
 
 // MaxBytes is the most bytes Chart.SVG returns for a chart of up to 32
-// lanes.
+// lanes and 50 periods, however many spans and marks it has.
 const MaxBytes = 190_000
 
 // SVG returns the chart as an SVG document.

@@ -235,6 +235,23 @@ func TestSVGLayout(t *testing.T) {
 	}
 }
 
+// A label that has no room right of what it labels, before the next span
+// of its row, goes left of it.
+func TestSVGLabelLeft(t *testing.T) {
+	c := &Chart{End: ms(1000), Nodes: []Lane{{Name: "node 0", Spans: []Span{
+		{From: ms(100), Kind: Event, Label: "clock +1s"},
+		{From: ms(101), To: ms(900), Kind: Fault, Label: "b cut off"},
+	}}}}
+	root := lanes(t, decode(t, c.SVG()))
+	beside := root.all("text", "o")
+	if len(beside) != 1 || beside[0].Text != "clock +1s" || beside[0].attr("text-anchor") != "end" {
+		t.Errorf("want the clock's label left of it, got %+v", beside)
+	}
+	if got := root.texts("in"); len(got) != 1 || got[0] != "b cut off" {
+		t.Errorf("want the cut labelled on its bar, got %q", got)
+	}
+}
+
 // However long the run, the picture stays under MaxBytes, and well-formed,
 // and still shows every lane and the first violations.
 func TestSVGSizeBound(t *testing.T) {
