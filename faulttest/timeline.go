@@ -13,8 +13,9 @@ import (
 // Timeline returns the picture of a history and of the violations Check
 // found in it (see package timeline): a lane per client, on which each
 // call is a thin line from its start to its return and each acquisition a
-// bar, labelled with its fence (a leadership's term), for every stretch
-// during which it claims to hold its lock, as Check sees it; an operator's
+// bar, labelled with its fence (a leadership's term), for each stretch
+// during which it claims to hold its lock, as Check sees it, without a
+// gap; an operator's
 // removals on the operator's lane; a lane per node with the faults done to
 // it and to the clients' links to it; each violation in red, over the
 // lanes of its clients and, for two holders at once, over the stretch
@@ -96,16 +97,25 @@ func callSpan(op *Op, bad bool) timeline.Span {
 }
 
 // holdSpans are the stretches during which op claims its lock, as Check
-// sees them (see held): the first labelled with its fence.
+// sees them (see held), those that follow one another without a gap
+// joined (an extension that returned in time): the first labelled with
+// the fence.
 func holdSpans(op *Op, cut Mono, bad bool) []timeline.Span {
-	segs := held(op, cut)
+	var segs []segment
+	for _, s := range held(op, cut) {
+		if n := len(segs); n > 0 && segs[n-1].to == s.from {
+			segs[n-1].to = s.to
+			continue
+		}
+		segs = append(segs, s)
+	}
 	fence := "fence"
 	if op.Kind == OpLeader {
 		fence = "term"
 	}
 	var spans []timeline.Span
 	for i, s := range segs {
-		kind, end := timeline.Hold, "extended"
+		kind, end := timeline.Hold, "its claim lapsed before an extension returned"
 		if i == len(segs)-1 {
 			kind, end = holdEnd(op, s.to, cut)
 		}

@@ -110,14 +110,17 @@ func TestTimelineOfCanary(t *testing.T) {
 }
 
 // Faults in force are bars until they are healed, or until the history's
-// last moment (here the operator's removal); moments are events; link faults name their client; an
+// last moment (here the end of b's claim); moments are events; link faults name their client; an
 // operator's removal is on the operator's lane; an extended hold is a bar
-// per stretch of its claim, labelled once.
+// per stretch of its claim without a gap, labelled once.
 func TestTimelineFaults(t *testing.T) {
 	a := holder(1, "a", "ta", 10, 100, 7)
 	a.Extends = []Extend{{Start: ms(50), Return: ms(52), OK: true, Until: ms(150)}}
 	a.Release = &Release{Call: ms(120), Return: ms(121)}
-	h := history(3, a)
+	// b's claim lapses before its extension returns: two stretches.
+	b := holder(2, "b", "tb", 200, 210, 8)
+	b.Extends = []Extend{{Start: ms(205), Return: ms(215), OK: true, Until: ms(260)}}
+	h := history(3, a, b)
 	h.Faults = []Fault{
 		{At: ms(5), Kind: FaultBlackhole, Node: 1, Client: "c0", Detail: "on"},
 		{At: ms(20), Kind: FaultPause, Node: 2, Detail: "SIGSTOP"},
@@ -134,9 +137,12 @@ func TestTimelineFaults(t *testing.T) {
 	if !strings.Contains(c.Subtitle, "no violations") || len(c.Marks) != 0 {
 		t.Errorf("subtitle %q, marks %v", c.Subtitle, c.Marks)
 	}
-	holds := spans(c.Clients, "a", timeline.Hold)
-	if len(holds) != 2 || holds[0].Label != "7" || holds[1].Label != "" || holds[0].To != dur(52) || holds[1].To != dur(120) {
-		t.Errorf("a's extended hold: %+v", holds)
+	if holds := spans(c.Clients, "a", timeline.Hold); len(holds) != 1 || holds[0].Label != "7" || holds[0].From != dur(10) || holds[0].To != dur(120) {
+		t.Errorf("a's hold, extended in time and released: %+v", holds)
+	}
+	first, last := spans(c.Clients, "b", timeline.Hold), spans(c.Clients, "b", timeline.Lapsed)
+	if len(first) != 1 || len(last) != 1 || first[0].Label != "8" || last[0].Label != "" || first[0].To != dur(210) || last[0].From != dur(215) || last[0].To != dur(260) {
+		t.Errorf("b's hold, extended late: %+v, %+v", first, last)
 	}
 	if op := spans(c.Clients, "operator", timeline.Fault); len(op) != 1 || op[0].Label != ByForceRelease {
 		t.Errorf("the operator's removal: %+v", op)
@@ -156,7 +162,7 @@ func TestTimelineFaults(t *testing.T) {
 			}
 		}
 	}
-	want := []bar{{"node 0: c1 +200ms", 80, 131}, {"node 1: c0 cut off", 5, 70}, {"node 2: paused", 20, 60}, {"node 2: replication cut", 95, 131}}
+	want := []bar{{"node 0: c1 +200ms", 80, 260}, {"node 1: c0 cut off", 5, 70}, {"node 2: paused", 20, 60}, {"node 2: replication cut", 95, 260}}
 	if !slices.Equal(got, want) {
 		t.Errorf("faults in force:\n got %v\nwant %v", got, want)
 	}
