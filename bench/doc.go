@@ -218,12 +218,12 @@
 // meanwhile (/proc/stat), which names how idle the machine was. A
 // counter it cannot read leaves its column blank. With -trace FILE it
 // then runs -trace-pairs (2000) pairs of each library under
-// runtime/trace, writes the trace to FILE and reads it back with
-// golang.org/x/exp/trace: per pair, the calling goroutine's time running,
-// in system calls, runnable and parked by reason (network, chan receive,
-// ...), its parks and system calls, and the process's goroutines
-// created, other goroutines woken and P starts. Run under taskset -c 0,
-// client and the servers it starts share one CPU, so no CPU halts
-// between request and reply: the pinned latencies are the CPU on the
-// critical path.
+// runtime/trace, in turns of 100, writes the trace to FILE and reads it
+// back with golang.org/x/exp/trace: per pair, the calling goroutine's
+// time running, in system calls, runnable and parked by reason (network,
+// chan receive, ...), its parks and system calls, and the process's
+// goroutines created, other goroutines woken and P starts. Run under
+// taskset -c 0, client and the servers it starts share one CPU, so no
+// CPU halts between request and reply: the pinned latencies are the CPU
+// on the critical path.
 package bench

@@ -24,9 +24,9 @@
 //   - the CPU used meanwhile by the other processes of the machine.
 //
 // Columns whose counters cannot be read are left blank. With -trace it
-// then runs a number of pairs of each library under runtime/trace, writes
-// the trace to a file, and summarises what the calling goroutine did per
-// pair: time running, in system calls, runnable and parked (by the
+// then runs a number of pairs of each library under runtime/trace, the
+// libraries taking turns of 100 pairs, writes the trace to a file, and
+// summarises what the calling goroutine did per pair: time running, in system calls, runnable and parked (by the
 // runtime's reason: "network" for a reply), its parks and system calls,
 // and the goroutines created, the others woken and the P starts.
 //
@@ -131,7 +131,7 @@ Flags:
 	fs.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "unmeasured pairs of each library before the first slice (connections made, scripts cached)")
 	fs.DurationVar(&c.ttl, "ttl", 10*time.Second, "time to live of every lock")
 	fs.BoolVar(&c.quarantine, "quarantine", true, "redlock with restart quarantine on, as shipped: servers younger than -ttl are first waited for; false sets Options.DisableQuarantine")
-	fs.StringVar(&c.traceFile, "trace", "", "after the measured slices, run -trace-pairs pairs of each library under runtime/trace, write the trace to this file and summarise it")
+	fs.StringVar(&c.traceFile, "trace", "", "after the measured slices, run -trace-pairs pairs of each library under runtime/trace, in turns of 100, write the trace to this file and summarise it")
 	fs.IntVar(&c.tracePairs, "trace-pairs", 2000, "pairs of each library in the trace")
 	fs.BoolVar(&c.quiet, "q", false, "no progress lines on stderr")
 	if err := fs.Parse(args); err != nil {

@@ -344,10 +344,10 @@ func TestTraceSummary(t *testing.T) {
 }
 
 // TestTraceRoundTrip traces the fake pairer, whose lock waits for a new
-// goroutine on a channel, and reads the trace back.
+// goroutine on a channel, in turns, and reads the trace back.
 func TestTraceRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
-	const n = 50
+	const n = 2*traceChunk + 50
 	if err := traceRun(context.Background(), &buf, []string{"a", "b"}, []pairer{&fakePairer{}, &fakePairer{}}, n); err != nil {
 		t.Fatal(err)
 	}

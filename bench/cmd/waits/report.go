@@ -108,7 +108,7 @@ func (r *result) markdown() string {
 	}
 
 	if len(r.traced) > 0 {
-		fmt.Fprintf(&b, "\nRuntime trace (`-trace %s`), %d pairs of each library after the measured slices; per pair, of the goroutine that calls lock and release: time (µs) by state and parks by reason; then what the whole process did:\n\n", cfg.traceFile, cfg.tracePairs)
+		fmt.Fprintf(&b, "\nRuntime trace (`-trace %s`), %d pairs of each library after the measured slices, in turns of %d; per pair, of the goroutine that calls lock and release: time (µs) by state and parks by reason; then what the whole process did:\n\n", cfg.traceFile, cfg.tracePairs, traceChunk)
 		b.WriteString("| library | wall | running | in syscalls | runnable | parked, by reason | parks, by reason | syscalls | goroutines created | others woken | P starts |\n")
 		b.WriteString("|---|--:|--:|--:|--:|---|---|--:|--:|--:|--:|\n")
 		for _, t := range r.traced {

@@ -17,27 +17,34 @@ import (
 // mark where each library's traced pairs begin and end.
 const traceCategory = "waits"
 
-// traceRun writes a runtime/trace of n pairs of each library, one after
-// the other, into w, each library's pairs between two log entries: "begin
-// LIB N" and "end".
+// traceChunk is how many pairs a library runs in one turn of the trace.
+const traceChunk = 100
+
+// traceRun writes into w a runtime/trace of n pairs of each library, the
+// libraries taking turns of traceChunk pairs, as in the measured slices,
+// so that a change in the machine's load hits them alike. Each turn is
+// marked by two log entries: "begin LIB PAIRS" and "end".
 func traceRun(ctx context.Context, w io.Writer, libs []string, ps []pairer, n int) error {
 	if err := rtrace.Start(w); err != nil {
 		return err
 	}
 	defer rtrace.Stop()
-	for i, p := range ps {
-		rtrace.Log(ctx, traceCategory, fmt.Sprintf("begin %s %d", libs[i], n))
-		err := pairsFor(ctx, p, n)
-		rtrace.Log(ctx, traceCategory, "end")
-		if err != nil {
-			return fmt.Errorf("%s: %w", libs[i], err)
+	for done := 0; done < n; done += traceChunk {
+		k := min(traceChunk, n-done)
+		for i, p := range ps {
+			rtrace.Log(ctx, traceCategory, fmt.Sprintf("begin %s %d", libs[i], k))
+			err := pairsFor(ctx, p, k)
+			rtrace.Log(ctx, traceCategory, "end")
+			if err != nil {
+				return fmt.Errorf("%s: %w", libs[i], err)
+			}
 		}
 	}
 	return nil
 }
 
-// A traced is what the trace shows of one library's pairs, from its
-// "begin" entry to its "end".
+// A traced is what the trace shows of one library's pairs, from a
+// "begin" entry to its "end", or summed over all its turns.
 type traced struct {
 	lib   string
 	pairs int
@@ -69,7 +76,8 @@ type traceSummary struct {
 	start  trace.Time // of cur
 }
 
-// summarizeTrace reads the trace in r.
+// summarizeTrace reads the trace in r and returns, for each library in
+// the order of its first turn, the sum of its turns.
 func summarizeTrace(r io.Reader) ([]*traced, error) {
 	tr, err := trace.NewReader(r)
 	if err != nil {
@@ -91,7 +99,34 @@ func summarizeTrace(r io.Reader) ([]*traced, error) {
 	if s.cur != nil {
 		return nil, fmt.Errorf("the trace ends inside %s's pairs", s.cur.lib)
 	}
-	return s.done, nil
+	return mergeTurns(s.done), nil
+}
+
+// mergeTurns sums the turns of each library, in the order of their first.
+func mergeTurns(turns []*traced) []*traced {
+	var out []*traced
+	byLib := map[string]*traced{}
+	for _, t := range turns {
+		m := byLib[t.lib]
+		if m == nil {
+			m = &traced{lib: t.lib, time: map[string]time.Duration{}, parks: map[string]int{}}
+			byLib[t.lib] = m
+			out = append(out, m)
+		}
+		m.pairs += t.pairs
+		m.wall += t.wall
+		for k, v := range t.time {
+			m.time[k] += v
+		}
+		for k, v := range t.parks {
+			m.parks[k] += v
+		}
+		m.syscalls += t.syscalls
+		m.created += t.created
+		m.woken += t.woken
+		m.procStarts += t.procStarts
+	}
+	return out
 }
 
 // summarizeTraceFile reads the trace in the file at path.
