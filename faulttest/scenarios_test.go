@@ -283,8 +283,11 @@ func lockEverywhere(r *run, cl *Client, ttl time.Duration, take func() *Held) *H
 }
 
 // onEveryNode waits until every node holds the lock (each of its keys), and reports whether
-// they all did before the lock's validity ended.
+// they all did before the validity the lock claimed when it was taken ended. Not the
+// validity it claims now: a leadership's renewals keep that moving, also when the
+// leadership was won without a node, which then never holds it.
 func onEveryNode(r *run, hl *Held) bool {
+	until := hl.ClaimedUntil()
 	for {
 		all := true
 		for _, smp := range r.c.SampleAll(hl.Op.LockKeys()) {
@@ -292,7 +295,7 @@ func onEveryNode(r *run, hl *Held) bool {
 				all = all && n.Value == hl.Op.Token
 			}
 		}
-		if all || time.Now().After(hl.ClaimedUntil()) {
+		if all || time.Now().After(until) {
 			return all
 		}
 		time.Sleep(time.Millisecond)
