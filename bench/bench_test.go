@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -250,6 +251,15 @@ func TestHist(t *testing.T) {
 		got := h.quantile(q)
 		if diff := float64(got-want) / float64(want); diff > 0.035 || diff < -0.035 {
 			t.Errorf("quantile(%v) = %v, want %v within 3.5%%", q, got, want)
+		}
+	}
+	for _, d := range []time.Duration{100 * time.Microsecond, time.Millisecond, 2 * time.Millisecond} {
+		want := len(vals) - sort.Search(len(vals), func(i int) bool { return vals[i] >= d })
+		got := int(h.atLeast(d))
+		// Only the values in d's own bucket may be counted on the wrong
+		// side of d.
+		if diff := got - want; diff > want/20+5 || diff < -want/20-5 {
+			t.Errorf("atLeast(%v) = %d, want %d within a bucket", d, got, want)
 		}
 	}
 	if h.quantile(1) != vals[len(vals)-1] || h.max != vals[len(vals)-1] {

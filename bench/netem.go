@@ -12,9 +12,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -150,17 +152,27 @@ type NetStats struct {
 	StallNode         int           // the server that stalls, from 1; 0 if none
 }
 
-// String sums up s for a report.
+// A CellNetStats is what the network counted while one cell ran.
+type CellNetStats struct {
+	Cell Cell
+	NetStats
+}
+
+// stalledShare returns the share of s.Stretch that the server stalled.
+func (s NetStats) stalledShare() float64 {
+	if s.Stretch <= 0 {
+		return 0
+	}
+	return float64(s.Stalled) / float64(s.Stretch)
+}
+
+// String sums up s.
 func (s NetStats) String() string {
 	out := fmt.Sprintf("%d segments delivered in %v, late past their due time by p50 %s, p99 %s, p999 %s, max %s",
 		s.Segments, s.Stretch.Round(100*time.Millisecond), fmtDur(s.LateP50), fmtDur(s.LateP99), fmtDur(s.LateP999), fmtDur(s.LateMax))
 	if s.StallNode > 0 {
-		share := 0.0
-		if s.Stretch > 0 {
-			share = float64(s.Stalled) / float64(s.Stretch)
-		}
 		out += fmt.Sprintf("; server %d stalled %d times, %v in all (%.1f%% of the time)",
-			s.StallNode, s.Stalls, s.Stalled.Round(time.Millisecond), 100*share)
+			s.StallNode, s.Stalls, s.Stalled.Round(time.Millisecond), 100*s.stalledShare())
 	}
 	return out
 }
@@ -296,11 +308,16 @@ func (n *Network) Close() error {
 // StartNetwork. If it was, it runs the network's proxies until its
 // standard input is closed, answering "stats" lines meanwhile, and exits.
 // A program that calls StartNetwork calls it first thing in main.
+//
+// The process ignores SIGINT and SIGTERM, which a terminal's Ctrl-C sends
+// to its parent's whole process group: it ends when its parent closes its
+// standard input, or exits, so that the parent stops its cells cleanly.
 func ServeNetworkIfChild() {
 	spec, ok := os.LookupEnv(netEnv)
 	if !ok {
 		return
 	}
+	signal.Ignore(os.Interrupt, syscall.SIGTERM)
 	os.Exit(serveNetwork(spec, os.Stdin, os.Stdout))
 }
 
@@ -363,7 +380,6 @@ type emulator struct {
 // A delayProxy relays the connections of one server.
 type delayProxy struct {
 	e      *emulator
-	index  int // the server's, from 0
 	target string
 	ln     net.Listener
 	rtt    time.Duration // the base round trip
@@ -447,7 +463,7 @@ func startEmulator(targets []string, cfg NetConfig) (*emulator, error) {
 			e.close()
 			return nil, err
 		}
-		p := &delayProxy{e: e, index: i, target: t, ln: ln, rtt: cfg.RTT(i, len(targets)),
+		p := &delayProxy{e: e, target: t, ln: ln, rtt: cfg.RTT(i, len(targets)),
 			jitter: float64(cfg.Jitter), conns: make(map[*proxyPair]struct{})}
 		e.proxies = append(e.proxies, p)
 		e.wg.Add(1)

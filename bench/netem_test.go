@@ -267,7 +267,7 @@ func TestSmokeNetwork(t *testing.T) {
 	}
 	defer n.Close()
 	cfg := DefaultConfig()
-	cfg.Addrs, cfg.Network = n.Addrs(), n
+	cfg.Addrs, cfg.Network, cfg.SlowAbove = n.Addrs(), n, nc.StallMin
 	cfg.Workloads, cfg.Libraries = []string{W1}, Libraries()
 	cfg.Nodes, cfg.Goroutines = []int{3}, []int{2}
 	cfg.Duration, cfg.Reps, cfg.CountPairs = 200*time.Millisecond, 2, 0
@@ -292,12 +292,15 @@ func TestSmokeNetwork(t *testing.T) {
 		if row.Ops == 0 || a.P50 < nc.MinRTT || a.P50 > a.P99 || a.P99 > a.P999 || a.P999 > a.Max {
 			t.Errorf("%s %s: %d ops, acquire %+v", row.Cell, row.Library, row.Ops, a)
 		}
+		if row.SlowAbove != nc.StallMin || row.SlowShare < 0 || row.SlowShare > 1 || row.SlowAcquires > 0 && a.Max < nc.StallMin*96/100 {
+			t.Errorf("%s %s: %d acquires of at least %v (%.2f%%), max %v", row.Cell, row.Library, row.SlowAcquires, row.SlowAbove, 100*row.SlowShare, a.Max)
+		}
 	}
-	if rep.NetStats == nil || rep.NetStats.Segments == 0 || rep.NetStats.Stalls == 0 {
-		t.Errorf("network stats %+v", rep.NetStats)
+	if len(rep.NetCells) != 1 || rep.NetCells[0].Cell != (Cell{Workload: W1, N: 3, G: 2}) || rep.NetCells[0].Segments == 0 || rep.NetCells[0].Stalls == 0 {
+		t.Errorf("network stats %+v", rep.NetCells)
 	}
 	md := rep.Markdown()
-	for _, want := range []string{"- Network: each server behind a delay proxy", "While the cells ran:", "| 3 | 2 | quorum floor |",
+	for _, want := range []string{"- Network: each server behind a delay proxy", "#### Network", "| acquire ≥ 5.00ms |", "| W1 N=3 G=2 | ", "| 3 | 2 | quorum floor |",
 		"| 3 | 2 | redsync/failfast |", "realistic network, W1 N=3 G=2: acquire p99 nearer the quorum-th node's"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report has no %q:\n%s", want, md)

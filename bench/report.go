@@ -37,9 +37,14 @@ type Row struct {
 	// process during the measured slices (runtime.MemStats Mallocs and
 	// TotalAlloc) divided by Ops.
 	AllocsPerOp, BytesPerOp float64
-	GaveUp                  uint64 // acquisitions the library gave up on
-	Errors                  uint64 // any other failure
-	FirstError              string
+	// SlowAcquires are, in W1 with Config.SlowAbove set, the lock calls
+	// that took at least SlowAbove, and SlowShare their share of all.
+	SlowAbove    time.Duration
+	SlowAcquires uint64
+	SlowShare    float64
+	GaveUp       uint64 // acquisitions the library gave up on
+	Errors       uint64 // any other failure
+	FirstError   string
 
 	// W2 only.
 	Acquisitions uint64  // counted under the lock
@@ -81,10 +86,10 @@ type Report struct {
 	// Command is the command that produced the report, for the reader.
 	Command string
 	// Network describes the simulated network of the run (see
-	// Config.Network), or is empty on loopback; NetStats is what it
-	// counted while the cells ran.
+	// Config.Network), or is empty on loopback; NetCells is what it
+	// counted in each cell.
 	Network  string
-	NetStats *NetStats
+	NetCells []CellNetStats
 	// Commands are the commands counted per lock+release, for each
 	// library on the first server and on the cluster.
 	Commands []CommandCount
@@ -398,11 +403,7 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "- Machine: %s, %d logical CPUs (GOMAXPROCS %d), %s/%s, kernel %s; %s; redis-server %s; load average %s at the start, %s at the end\n",
 		m.CPU, m.Cores, m.GOMAXPROCS, m.OS, m.Arch, m.Kernel, m.Go, m.Redis, orQ(r.LoadStart), orQ(r.LoadEnd))
 	if r.Network != "" {
-		fmt.Fprintf(&b, "- Network: %s.", r.Network)
-		if r.NetStats != nil {
-			fmt.Fprintf(&b, " While the cells ran: %s.", r.NetStats)
-		}
-		b.WriteString("\n")
+		fmt.Fprintf(&b, "- Network: %s; what it did in each cell is under \"Network\" below.\n", r.Network)
 	}
 	if len(r.Rows) > 0 {
 		fmt.Fprintf(&b, "- Each library ran %v per cell in %d interleaved slices of %v; TTL %v; tuned retry delay %v; the run took %v.\n",
@@ -451,21 +452,31 @@ func (r *Report) Markdown() string {
 	clients := map[string]string{W2: "own", W2Shared: "shared"}
 	if len(w1) > 0 {
 		b.WriteString("\n#### W1: uncontended (G goroutines share one client, each on its own keys)\n\n")
-		b.WriteString("| N | G | library | ops/s | × redsync | acquire p50 | p99 | p999 | max | release p50 | p99 | allocs/op | B/op | errors |\n")
-		b.WriteString("|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		// With Config.SlowAbove, a column of the share of lock calls that
+		// took at least that long.
+		slowHead, slowAlign, slowNA := "", "", ""
+		if cfg.SlowAbove > 0 {
+			slowHead, slowAlign, slowNA = fmt.Sprintf(" acquire ≥ %s |", fmtDur(cfg.SlowAbove)), "--:|", " |"
+		}
+		b.WriteString("| N | G | library | ops/s | × redsync | acquire p50 | p99 | p999 | max |" + slowHead + " release p50 | p99 | allocs/op | B/op | errors |\n")
+		b.WriteString("|--:|--:|---|--:|--:|--:|--:|--:|--:|" + slowAlign + "--:|--:|--:|--:|--:|\n")
 		for _, row := range w1 {
 			c := row.Cell
 			if row.NA {
-				fmt.Fprintf(&b, "| %s | %d | %s | n/a | | | | | | | | | | |\n", c.nodes(), c.G, row.Library)
+				fmt.Fprintf(&b, "| %s | %d | %s | n/a | | | | | |%s | | | | |\n", c.nodes(), c.G, row.Library, slowNA)
 				continue
 			}
 			vs := ""
 			if p, ok := r.Find(c, LibRedsync); ok {
 				vs = fmtRatio(ratio(row.OpsPerSec, p.OpsPerSec))
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %.1f | %.0f | %d |\n",
+			slow := ""
+			if cfg.SlowAbove > 0 {
+				slow = fmt.Sprintf(" %.2f%% |", 100*row.SlowShare)
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s | %.0f | %s | %s | %s | %s | %s |%s %s | %s | %.1f | %.0f | %d |\n",
 				c.nodes(), c.G, row.Library, row.OpsPerSec, vs,
-				fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.P999), fmtDur(row.Acquire.Max),
+				fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.P999), fmtDur(row.Acquire.Max), slow,
 				fmtDur(row.Release.P50), fmtDur(row.Release.P99),
 				row.AllocsPerOp, row.BytesPerOp, row.Errors+row.GaveUp)
 		}
@@ -523,6 +534,19 @@ func (r *Report) Markdown() string {
 				fmtDur(row.Read.P50), fmtDur(row.Read.P99), row.ReadsPerSec,
 				100*share(row.NoLeader, row.Reads), 100*row.BusiestShare, 100*row.LeastShare,
 				row.Violations, row.Errors+row.GaveUp)
+		}
+	}
+	if len(r.NetCells) > 0 {
+		b.WriteString("\n#### Network\n\n" +
+			"What the simulated network did while each cell ran, its libraries' warm-up included: the segments the clients sent, " +
+			"how late past their due time the proxies delivered them (the precision of their timing, on cores they share with the clients and the servers), " +
+			"and the stalls of the server that stalls.\n\n")
+		b.WriteString("| cell | segments | late p50 | p99 | p999 | max | stalls | stalled | share of the time |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, cn := range r.NetCells {
+			s := cn.NetStats
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %d | %v | %.1f%% |\n", cn.Cell, s.Segments,
+				fmtDur(s.LateP50), fmtDur(s.LateP99), fmtDur(s.LateP999), fmtDur(s.LateMax),
+				s.Stalls, s.Stalled.Round(time.Millisecond), 100*s.stalledShare())
 		}
 	}
 	var errs []string

@@ -112,6 +112,11 @@ type Config struct {
 	// and the servers: Addrs are then its proxies' addresses. The report
 	// describes it, with what it counted while the cells ran.
 	Network *Network
+	// SlowAbove, if positive, makes each W1 row count the lock calls
+	// that took at least this long: with Network, its shortest stall, so
+	// that the count is of the calls that waited for a stalled server (or
+	// for a machine as slow).
+	SlowAbove time.Duration
 }
 
 // DefaultConfig returns the configuration of a full run, without Addrs.
@@ -306,20 +311,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Started: time.Now(), Config: cfg, Machine: DescribeMachine(), LoadStart: LoadAverage()}
 	if cfg.Network != nil {
 		rep.Network = cfg.Network.Describe()
-		if _, err := cfg.Network.Stats(); err != nil { // counts afresh from here
-			return nil, fmt.Errorf("network: %w", err)
-		}
 	}
 	defer func() {
 		rep.Finished = time.Now()
 		rep.LoadEnd = LoadAverage()
-		if cfg.Network != nil {
-			if s, err := cfg.Network.Stats(); err == nil {
-				rep.NetStats = &s
-			}
-		}
 	}()
 	if err := rep.countCommands(ctx); err != nil {
+		return rep, err
+	}
+	// What the network counted in each cell: it counts afresh from each
+	// call of Stats.
+	netStats := func() (NetStats, error) {
+		if cfg.Network == nil {
+			return NetStats{}, nil
+		}
+		s, err := cfg.Network.Stats()
+		if err != nil {
+			err = fmt.Errorf("network: %w", err)
+		}
+		return s, err
+	}
+	if _, err := netStats(); err != nil {
 		return rep, err
 	}
 	for _, c := range cfg.cells() {
@@ -327,6 +339,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Rows = append(rep.Rows, rows...)
 		if err != nil {
 			return rep, fmt.Errorf("%s: %w", c, err)
+		}
+		s, err := netStats()
+		if err != nil {
+			return rep, err
+		}
+		if cfg.Network != nil {
+			rep.NetCells = append(rep.NetCells, CellNetStats{Cell: c, NetStats: s})
 		}
 	}
 	return rep, nil
@@ -371,6 +390,7 @@ type libRun struct {
 
 	elapsed        time.Duration
 	mallocs, bytes uint64
+	slowAbove      time.Duration // Config.SlowAbove
 
 	// W2 only.
 	acquired    uint64 // acquisitions, counted under the lock
@@ -413,6 +433,7 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", lib, err)
 		}
+		lr.slowAbove = cfg.SlowAbove
 		runs = append(runs, lr)
 	}
 	slice := cfg.Duration / time.Duration(cfg.Reps)
@@ -737,6 +758,10 @@ func (lr *libRun) row() Row {
 		r.OpsPerSec = float64(r.Ops) / secs
 	}
 	r.Acquire = acq.latencies()
+	if lr.slowAbove > 0 && lr.cell.Workload == W1 {
+		r.SlowAbove, r.SlowAcquires = lr.slowAbove, acq.atLeast(lr.slowAbove)
+		r.SlowShare = share(r.SlowAcquires, acq.n)
+	}
 	r.Release = rel.latencies()
 	if r.Ops > 0 {
 		r.AllocsPerOp = float64(lr.mallocs) / float64(r.Ops)
