@@ -138,14 +138,18 @@
 // sleeps with nanosleep and a timer slack of 1ns: a Go timer in a process
 // with idle processors fires no sooner than a whole millisecond, which
 // would blur round trips of a fraction of one. Still, the proxies share
-// the machine's cores with the clients and the servers; the report gives
-// how late past their due time the segments were delivered, and the
-// stalls, over the cells. The cluster is not used: its redirections name
-// the servers' own ports, which would bypass the proxies. Compare a
-// library with the two floors of the same cell: the quorum floor (the
-// quorum-th node) and the raw floor (the slowest node). A Goals line
-// checks that this module's client's acquire p99 is nearer the first than
-// the second.
+// the machine's cores with the clients and the servers: the report gives,
+// for each cell, how late past their due time the segments were
+// delivered, and the stalls. The cluster is not used: its redirections
+// name the servers' own ports, which would bypass the proxies.
+//
+// Compare a library with the two floors of the same cell: the quorum
+// floor (the quorum-th node) and the raw floor (the slowest node). With
+// Config.SlowAbove set, as lockbench sets it to the shortest stall, each
+// W1 row also gives the share of lock calls that took at least that long:
+// those that waited for the stalled server, or for a machine as slow. A
+// Goals line checks that this module's client's acquire p99 is nearer
+// the quorum floor's than the raw floor's.
 //
 // # Measurement
 //
