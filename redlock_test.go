@@ -576,7 +576,9 @@ func TestFallbackStopsOnceSent(t *testing.T) {
 	}
 	// c's acquire is still on its way: the extension's request to c waits.
 	r := s.c.send(ctx, 5*time.Second, 1, l.ks.Extend(l.token, 10*time.Second), l.last)
-	if r.waiting.Load() != 1 || r.fallback.Load() == nil {
+	// (a's and b's may wait too, for the moment their acquires take to
+	// be marked as returned after their answers were collected.)
+	if r.waiting.Load() < 1 || r.fallback.Load() == nil {
 		t.Fatalf("waiting %d, fallback %v; want c's request waiting behind a fallback timer", r.waiting.Load(), r.fallback.Load())
 	}
 	close(s.gate)
@@ -585,7 +587,13 @@ func TestFallbackStopsOnceSent(t *testing.T) {
 		t.Fatal("c's request was sent, but the fallback timer was still running")
 	}
 	s.c.Close()
-	if got := s.log[len(s.log)-1]; got != "c extend" {
-		t.Fatalf("last call %q, want c's extension after its acquire", got)
+	var got []string
+	for _, e := range s.log {
+		if strings.HasPrefix(e, "c ") {
+			got = append(got, e)
+		}
+	}
+	if !slices.Equal(got, []string{"c acquire", "c extend"}) {
+		t.Fatalf("c saw %q, want its acquire, then its extension", got)
 	}
 }

@@ -236,8 +236,10 @@ func (r *round) deliver(q *request, v any, err error) {
 	}
 	q.returned.Store(true)
 	if next := q.next.Swap(nil); next != nil {
-		next.dispatch()
+		// Counted as sent before it is: its answer, and whoever waits
+		// for it, must find the fallback stopped.
 		next.r.waited()
+		next.dispatch()
 	}
 	r.flying.done()
 }
