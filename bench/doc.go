@@ -147,9 +147,11 @@
 // floor (the quorum-th node) and the raw floor (the slowest node). With
 // Config.SlowAbove set, as lockbench sets it to the shortest stall, each
 // W1 row also gives the share of lock calls that took at least that long:
-// those that waited for the stalled server, or for a machine as slow. A
-// Goals line checks that this module's client's acquire p99 is nearer
-// the quorum floor's than the raw floor's.
+// those that waited for the stalled server, or for a machine as slow. Two
+// Goals lines check that this module's client's acquire p99 and p999 are
+// nearer the quorum floor's than the raw floor's: at G = 1 a stall holds
+// up a single call of a client that waits for every node, a few in a
+// thousand, which p999 shows and p99 does not.
 //
 // # Measurement
 //

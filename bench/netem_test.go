@@ -301,7 +301,8 @@ func TestSmokeNetwork(t *testing.T) {
 	}
 	md := rep.Markdown()
 	for _, want := range []string{"- Network: each server behind a delay proxy", "#### Network", "| acquire ≥ 5.00ms |", "| W1 N=3 G=2 | ", "| 3 | 2 | quorum floor |",
-		"| 3 | 2 | redsync/failfast |", "realistic network, W1 N=3 G=2: acquire p99 nearer the quorum-th node's"} {
+		"| 3 | 2 | redsync/failfast |", "realistic network, W1 N=3 G=2: acquire p99 nearer the quorum-th node's",
+		"realistic network, W1 N=3 G=2: acquire p999 nearer the quorum-th node's"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report has no %q:\n%s", want, md)
 		}

@@ -239,12 +239,20 @@ func (r *Report) Targets() []Target {
 				if !okq || !oka {
 					continue
 				}
-				add(fmt.Sprintf("realistic network, W1 N=%d G=%d: acquire p99 nearer the quorum-th node's (quorum floor) than the slowest's (raw go-redis)", c.N, c.G),
-					fmt.Sprintf("p99 %s (p50 %s, p999 %s); quorum floor %s (%s, %s); raw %s (%s, %s)",
-						fmtDur(row.Acquire.P99), fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P999),
-						fmtDur(q.Acquire.P99), fmtDur(q.Acquire.P50), fmtDur(q.Acquire.P999),
-						fmtDur(all.Acquire.P99), fmtDur(all.Acquire.P50), fmtDur(all.Acquire.P999)),
-					row.Acquire.P99-q.Acquire.P99 < all.Acquire.P99-row.Acquire.P99)
+				// At G = 1 a stall holds up one call of a client that
+				// waits for every node, a few in a thousand: p999 shows
+				// it where p99 does not.
+				for _, p := range []struct {
+					name          string
+					ours, q, slow time.Duration
+				}{
+					{"p99", row.Acquire.P99, q.Acquire.P99, all.Acquire.P99},
+					{"p999", row.Acquire.P999, q.Acquire.P999, all.Acquire.P999},
+				} {
+					add(fmt.Sprintf("realistic network, W1 N=%d G=%d: acquire %s nearer the quorum-th node's (quorum floor) than the slowest's (raw go-redis)", c.N, c.G, p.name),
+						fmt.Sprintf("%s; quorum floor %s; raw %s", fmtDur(p.ours), fmtDur(p.q), fmtDur(p.slow)),
+						p.ours-p.q < p.slow-p.ours)
+				}
 			}
 		}
 		if plain, ok := r.findCount(ours, false); ok {
