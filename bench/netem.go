@@ -111,7 +111,7 @@ func (nc NetConfig) validate(n int) error {
 	if nc.StallEvery < 0 {
 		errs = append(errs, fmt.Errorf("bad time between stalls %v", nc.StallEvery))
 	}
-	if nc.stalls() && (nc.StallMin <= 0 || nc.StallMax < nc.StallMin) {
+	if nc.StallMin < 0 || nc.StallMax < nc.StallMin || nc.stalls() && nc.StallMin == 0 {
 		errs = append(errs, fmt.Errorf("bad stall lengths %v–%v", nc.StallMin, nc.StallMax))
 	}
 	return errors.Join(errs...)

@@ -234,9 +234,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer nw.Close()
 		cfg.Network, cfg.Addrs = nw, nw.Addrs()
-		if netCfg.StallNode > 0 && netCfg.StallEvery > 0 {
-			cfg.SlowAbove = netCfg.StallMin // the calls that waited for a stall
-		}
+		// The calls that waited for a stall, or for a machine as slow;
+		// counted without stalls too, for the machine's share.
+		cfg.SlowAbove = netCfg.StallMin
 		if cfg.Progress != nil {
 			fmt.Fprintf(cfg.Progress, "lockbench: the clients reach the servers through the proxies on %s: %s\n", strings.Join(cfg.Addrs, ", "), nw.Describe())
 		}
