@@ -127,9 +127,12 @@ const (
 	// moment, or acquisitions that contend. The keys expire with their
 	// TTLs.
 	KeySplit
+	// KeyShared means readers of a read-write lock (RWLock) hold the key,
+	// each on a quorum of nodes (Inspection.Readers), and no writer does.
+	KeyShared
 )
 
-var keyStateNames = [...]string{"unknown", "free", "held", "split"}
+var keyStateNames = [...]string{"unknown", "free", "held", "split", "shared"}
 
 func (s KeyState) String() string {
 	if s >= 0 && int(s) < len(keyStateNames) {
@@ -150,6 +153,12 @@ type Inspection struct {
 	Holder string
 	Owner  string
 	Ends   time.Time
+	// Readers are the readers of a read-write lock on the key that hold
+	// on a quorum of nodes, the one ending first first; set when State is
+	// KeyShared. WaitingWriters is the most intents of waiting writers
+	// that any node holds (see RWLock).
+	Readers        []ReaderHold
+	WaitingWriters int
 	// Fence is the largest fence counter on any node: the next owner's
 	// fence will exceed it.
 	Fence int64
@@ -183,6 +192,10 @@ type KeyView struct {
 	Fence   int64         // the node's fence counter for the key; 0 if none
 	Age     time.Duration // how long ago the node's records for the key's slot started; -1 if it has none
 	MaxTTL  time.Duration // the largest TTL those records hold
+	// The live readers of a read-write lock on the key, and the number of
+	// live intents of waiting writers (see RWLock).
+	Readers []ReaderView
+	Intents int
 }
 
 // Inspect reads what every node holds for key, in one round that changes
@@ -206,7 +219,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (*Inspection, error) {
 }
 
 func (c *Client) inspect(ctx context.Context, key string) *Inspection {
-	r := c.send(ctx, c.opts.ReleaseTimeout, 2, wire.Inspect(key), nil)
+	r := c.send(ctx, c.opts.ReleaseTimeout, 2, wire.InspectRW(key), nil)
 	r.drain()
 	r.decide(r.count(OK) == len(c.nodes))
 	c.hooks.round(ctx, "inspect", key, 1, r)
@@ -253,6 +266,7 @@ func (c *Client) inspect(ctx context.Context, key string) *Inspection {
 			}
 		}
 	}
+	c.inspectReaders(ins, r.start)
 	return ins
 }
 
@@ -272,6 +286,12 @@ func (c *Client) views(r *round) []KeyView {
 		d := r.decoded[i]
 		v.Held, v.Holder, v.Owner, v.TTL, v.Fence = d.Holder != "", d.Holder, d.Owner, d.TTL, d.Fence
 		v.Age, v.MaxTTL = d.Age, d.MaxTTL
+		if d.RW != nil {
+			for _, rv := range d.RW.Readers {
+				v.Readers = append(v.Readers, ReaderView(rv))
+			}
+			v.Intents = d.RW.Intents
+		}
 	}
 	return out
 }
@@ -292,6 +312,9 @@ func (c *Client) views(r *round) []KeyView {
 // of the loss at its next Extend (or AutoExtend, which then ends its
 // Context), or when its validity ends; its writes are safe only where they
 // check the fence.
+//
+// On the key of a read-write lock (RWLock), it removes the writer, every
+// reader and every waiting writer's intent alike.
 //
 // What is removed on a node is whatever holds the key when the deletion
 // reaches it, unless the key's grant there came with a fence above the
@@ -326,7 +349,11 @@ func (c *Client) forceRelease(ctx context.Context, key, waitKey string) ([]KeyVi
 	// counters it raises live as long as the largest TTL any node records
 	// would make them.
 	floor, maxTTL := c.fenceFloor(ctx, key)
-	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, wire.Force(key, floor, c.fenceTTL(maxTTL), waitKey), nil)
+	call := wire.Force(key, floor, c.fenceTTL(maxTTL), waitKey)
+	if key == waitKey { // not a semaphore's slot: an RWLock's readers go too
+		call = wire.ForceRW(key, floor, c.fenceTTL(maxTTL), waitKey)
+	}
+	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, call, nil)
 	r.drain()
 	ok := r.count(OK) >= c.quorum
 	r.decide(ok)

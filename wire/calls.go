@@ -37,6 +37,13 @@ type Set struct {
 	// PermitKey(Name, i); 0 for a lock. Slot is the slot a permit holds,
 	// once a round has granted one; -1 before.
 	Permits, Slot int
+
+	// Kind is what a hold of a read-write lock on Name is: Reader or
+	// Writer; the zero value, Exclusive, for everything else. Intent and
+	// IntentTTL are a Writer's (see rw.go).
+	Kind      Kind
+	Intent    string
+	IntentTTL time.Duration
 }
 
 // All returns the set's keys: the one key, or several; a semaphore's key.
@@ -72,6 +79,8 @@ func (s Set) Acquire(token string, ttl, quarantine, fenceTTL time.Duration) Call
 	args := []string{token, ms(ttl), ms(quarantine), ms(fenceTTL)}
 	c := Call{Script: acquireScript, Args: args, Decode: decodeAcquire}
 	switch {
+	case s.Kind != Exclusive:
+		c = s.acquireRW(args)
 	case s.Permits > 0:
 		c.Script, c.Decode = acquirePermitScript, decodePermit
 		c.Keys = append(s.slots(), MarkerKey(s.Name))
@@ -98,6 +107,8 @@ func (s Set) Acquire(token string, ttl, quarantine, fenceTTL time.Duration) Call
 func (s Set) Release(token string, fence int64, fenceTTL time.Duration) Call {
 	args := []string{token, strconv.FormatInt(fence, 10), ms(fenceTTL)}
 	switch {
+	case s.Kind == Reader:
+		return s.releaseReader(args)
 	case s.Permits > 0:
 		return Call{Script: releasePermitScript, Keys: s.slots(), Args: append(args, strconv.Itoa(s.Permits), strconv.Itoa(s.Slot), s.Name), Decode: decodeReleasePermit}
 	case s.Keys == nil:
@@ -114,6 +125,8 @@ func (s Set) Release(token string, fence int64, fenceTTL time.Duration) Call {
 func (s Set) Extend(token string, ttl time.Duration) Call {
 	args := []string{token, ms(ttl)}
 	switch {
+	case s.Kind == Reader:
+		return s.extendReader(args)
 	case s.Permits > 0:
 		return Call{Script: extendScript, Keys: []string{PermitKey(s.Name, s.Slot), MarkerKey(s.Name)}, Args: args, Decode: decodeStatus}
 	case s.Keys == nil:

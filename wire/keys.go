@@ -25,6 +25,10 @@ const (
 	markerPrefix = "redlock:node:"   // each slot's node marker
 	permitPrefix = "redlock:permit:" // each slot of a semaphore
 	termPrefix   = "redlock:term:"   // each election's term record
+	// The records of a read-write lock besides its key, which holds the
+	// writer (see lua/rw_read.lua).
+	readersPrefix = "redlock:readers:" // each RW lock's readers
+	intentPrefix  = "redlock:intent:"  // each RW lock's waiting writers
 	// legacyMarker is a name that earlier releases wrote a node marker
 	// under; no lock may take it.
 	legacyMarker = "redlock:node"
@@ -72,6 +76,21 @@ func TermKey(key string) string {
 	return inSlot(termPrefix, key)
 }
 
+// ReadersKey returns the name of the sorted set that holds the readers of
+// the read-write lock on key, each token scored with its expiry on the
+// node's clock (µs). It hashes to the same cluster slot as key.
+func ReadersKey(key string) string {
+	return inSlot(readersPrefix, key)
+}
+
+// IntentKey returns the name of the sorted set in which the writers that
+// wait for the read-write lock on key record their intent, each scored
+// with its expiry on the node's clock (µs); a live intent keeps new
+// readers out. It hashes to the same cluster slot as key.
+func IntentKey(key string) string {
+	return inSlot(intentPrefix, key)
+}
+
 // ReleasedChannel returns the channel on which the release of key is
 // announced, so that waiters wake.
 func ReleasedChannel(key string) string { return releasedPrefix + key }
@@ -84,7 +103,8 @@ func LeaderChannel(key string) string { return leaderPrefix + key }
 // which no lock may take.
 func Reserved(key string) bool {
 	return key == legacyMarker || strings.HasPrefix(key, markerPrefix) || strings.HasPrefix(key, fencePrefix) ||
-		strings.HasPrefix(key, permitPrefix) || strings.HasPrefix(key, termPrefix)
+		strings.HasPrefix(key, permitPrefix) || strings.HasPrefix(key, termPrefix) ||
+		strings.HasPrefix(key, readersPrefix) || strings.HasPrefix(key, intentPrefix)
 }
 
 // TokenID returns the ID of the token in a lock key's value, which is the

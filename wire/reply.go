@@ -41,6 +41,8 @@ type Reply struct {
 	Free   int64         // a semaphore's release: how many slots were free after it
 	Holder string        // inspect, force, leader: the ID of the token the key holds; "" if none
 	Owner  string        // inspect, force, leader: the owner label the key holds
+	Kind   Kind          // adopt: what the token holds (Exclusive, Reader, or a permit's Slot with Permit)
+	RW     *RWView       // inspect, force with a read-write lock's records: its readers and writers' intents
 	Err    error         // Failed: the reply that could not be Reply
 }
 
@@ -157,8 +159,14 @@ func decodeProbe(v any) Reply {
 // and clock, in µs, as a string.
 func decodeInspect(v any) Reply {
 	a, ok := v.([]any)
-	if !ok || len(a) != 8 {
+	if !ok || len(a) != 8 && len(a) != 10 {
 		return unexpected("inspect", v)
+	}
+	var rw *RWView
+	if len(a) == 10 {
+		if rw, ok = decodeRWView(a[8], a[9]); !ok {
+			return unexpected("inspect", v)
+		}
 	}
 	d, ok := decodeHolder(a[:4])
 	if !ok {
@@ -172,7 +180,7 @@ func decodeInspect(v any) Reply {
 	if !ok1 || !ok2 || !ok3 || !ok4 || err != nil || !fitsMillis(max(age, 0)) || !fitsMillis(maxTTL) {
 		return unexpected("inspect", v)
 	}
-	d.Fence, d.Age, d.MaxTTL, d.Clock = fence, millis(age), millis(maxTTL), us
+	d.Fence, d.Age, d.MaxTTL, d.Clock, d.RW = fence, millis(age), millis(maxTTL), us, rw
 	if age < 0 {
 		d.Age = -1
 	}
@@ -183,7 +191,7 @@ func decodeInspect(v any) Reply {
 // pttl, told}.
 func decodeForce(v any) Reply {
 	a, ok := v.([]any)
-	if !ok || len(a) != 5 {
+	if !ok || len(a) != 5 && len(a) != 6 {
 		return unexpected("force", v)
 	}
 	d, ok := decodeHolder(a[:4])
@@ -192,6 +200,13 @@ func decodeForce(v any) Reply {
 		return unexpected("force", v)
 	}
 	d.Woke = told
+	if len(a) == 6 {
+		removed, ok := a[5].(int64)
+		if !ok || removed < 0 {
+			return unexpected("force", v)
+		}
+		d.RW = &RWView{Removed: int(removed)}
+	}
 	return d
 }
 

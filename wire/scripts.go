@@ -37,6 +37,18 @@ var (
 	electSrc string
 	//go:embed lua/leader.lua
 	leaderSrc string
+	//go:embed lua/rw_read.lua
+	rwReadSrc string
+	//go:embed lua/rw_write.lua
+	rwWriteSrc string
+	//go:embed lua/rw_release.lua
+	rwReleaseSrc string
+	//go:embed lua/rw_extend.lua
+	rwExtendSrc string
+	//go:embed lua/rw_drop.lua
+	rwDropSrc string
+	//go:embed lua/adopt.lua
+	adoptSrc string
 
 	acquireScript = driver.NewScript("acquire", nodeSrc+acquireSrc)
 	releaseScript = driver.NewScript("release", releaseSrc)
@@ -60,6 +72,15 @@ var (
 	// The scripts of an election, besides the lock's.
 	electScript  = driver.NewScript("elect", holderSrc+electSrc)
 	leaderScript = driver.NewScript("leader", "#!lua flags=no-writes\n"+holderSrc+leaderSrc)
+
+	// The scripts of a read-write lock besides the lock's, which extend
+	// and release its writer; and Adopt's, which only reads.
+	rwReadScript    = driver.NewScript("rw_read", nodeSrc+rwReadSrc)
+	rwWriteScript   = driver.NewScript("rw_write", nodeSrc+rwWriteSrc)
+	rwReleaseScript = driver.NewScript("rw_release", rwReleaseSrc)
+	rwExtendScript  = driver.NewScript("rw_extend", rwExtendSrc)
+	rwDropScript    = driver.NewScript("rw_drop", rwDropSrc)
+	adoptScript     = driver.NewScript("adopt", "#!lua flags=no-writes\n"+adoptSrc)
 )
 
 // Scripts returns every script the client may run, so that a node can
@@ -67,5 +88,6 @@ var (
 func Scripts() []*driver.Script {
 	return []*driver.Script{acquireScript, releaseScript, extendScript, probeScript, inspectScript, forceScript,
 		acquireAllScript, releaseAllScript, extendAllScript, acquirePermitScript, releasePermitScript,
-		electScript, leaderScript}
+		electScript, leaderScript,
+		rwReadScript, rwWriteScript, rwReleaseScript, rwExtendScript, rwDropScript, adoptScript}
 }

@@ -318,7 +318,38 @@ func scriptSteps(key string) []step {
 		acquireStep(key+":elect", "tok1", "60000", granted),
 		{script: "elect", keys: []string{key + ":elect", wire.TermKey(key + ":elect")}, args: []string{"tok1", "7", fenceTTL}, want: done},
 		{script: "leader", keys: []string{key + ":elect", wire.TermKey(key + ":elect")}, want: granted},
+		// A read-write lock: a reader, a writer refused beside it that
+		// records its intent and takes it back, the reader's extension
+		// and release; and Adopt's read of a held lock.
+		rwStep("rw_read", key, "tok1", granted),
+		rwStep("rw_read", key, "tok1", granted), // a retried acquire finds its grant
+		rwStep("rw_write", key, "tok2", refused),
+		rwStep("rw_drop", key, "tok2", done),
+		rwStep("rw_extend", key, "tok1", done),
+		rwStep("rw_release", key, "tok1", done),
+		rwStep("rw_write", key, "tok2", granted),
+		{script: "adopt", keys: wire.Adopt(key+":rw", "tok2").Keys, args: wire.Adopt(key+":rw", "tok2").Args, want: granted},
+		releaseStep(key+":rw", "tok2", done),
 	}
+}
+
+// rwStep is a step of the scripts of a read-write lock on key + ":rw",
+// with token, which is also the writer's intent ID; the keys and
+// arguments are spelt out as the lock client passes them.
+func rwStep(script, key, token string, want any) step {
+	key += ":rw"
+	all := []string{key, wire.ReadersKey(key), wire.IntentKey(key), wire.FenceKey(key), wire.MarkerKey(key)}
+	switch script {
+	case "rw_read":
+		return step{script, all, []string{token, "60000", "0", fenceTTL}, want}
+	case "rw_write":
+		return step{script, all, []string{token, "60000", "0", fenceTTL, token, "60000"}, want}
+	case "rw_drop":
+		return step{script, []string{wire.IntentKey(key)}, []string{token, key}, want}
+	case "rw_extend":
+		return step{script, []string{wire.ReadersKey(key), wire.MarkerKey(key)}, []string{token, "120000"}, want}
+	}
+	return step{script, []string{wire.ReadersKey(key), wire.FenceKey(key)}, []string{token, "0", fenceTTL, key}, want}
 }
 
 // permitStep is a step of the scripts of a semaphore of two permits on

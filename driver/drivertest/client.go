@@ -82,6 +82,8 @@ func TestClient[N Node](t *testing.T, dial func(url string) (N, error)) {
 	t.Run("LockAll", s.testLockAll)
 	t.Run("Semaphore", s.testSemaphore)
 	t.Run("Election", s.testElection)
+	t.Run("RWLock", s.testRWLock)
+	t.Run("Adopt", s.testAdopt)
 	t.Run("ClusterNode", s.testClusterNode)
 	t.Run("ClusterReshard", s.testClusterReshard)
 	t.Run("FailoverQuarantine", s.testFailoverQuarantine)

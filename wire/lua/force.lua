@@ -8,10 +8,16 @@
 -- ARGV[2]  the time to live of the fence counter, in milliseconds
 -- ARGV[3]  the key whose waiters the removal wakes: the lock key, or the
 --          key of the semaphore whose slot KEYS[1] is; KEYS[1] if absent
+-- KEYS[3]  optional: the readers of a read-write lock on the key
+-- KEYS[4]  optional: the intents of its waiting writers
 --
 -- Returns {removed, id, owner, pttl, told}: removed is 1 when the key held
 -- a lock and was deleted, with id and owner as holder gives them, pttl the
 -- time it had left and told the number of waiters told of the release.
+-- With KEYS[3] and KEYS[4], a sixth element follows: the number of live
+-- readers removed. The readers and the intents are removed, under the
+-- same rule as the key: not when the counter exceeds the floor, which a
+-- reader granted since the floor was read has raised (see rw_read.lua).
 --
 -- Like release.lua, it deletes first (a full node still allows DEL) and
 -- raises the fence counter to the floor, so that the next owner's fence
@@ -40,10 +46,26 @@ if v and not (c and c > floor) then
 		told = 0
 	end
 end
+local readers = 0
+if KEYS[4] and not (c and c > floor) then
+	local t = redis.call('TIME')
+	local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+	readers = redis.call('ZCOUNT', KEYS[3], '(' .. string.format('%d', now), '+inf')
+	redis.call('DEL', KEYS[3], KEYS[4])
+	if readers > 0 and removed == 0 then
+		told = redis.pcall('PUBLISH', 'redlock:released:' .. (ARGV[3] or KEYS[1]), '')
+		if type(told) ~= 'number' then
+			told = 0
+		end
+	end
+end
 if not c or c < floor then
 	local r = redis.pcall('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
 	if type(r) == 'table' and r.err and not string.find(r.err, '^%-?OOM') then
 		return redis.error_reply(r.err)
 	end
+end
+if KEYS[4] then
+	return {removed, id, owner, pttl, told, readers}
 end
 return {removed, id, owner, pttl, told}

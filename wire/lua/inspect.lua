@@ -4,6 +4,9 @@
 -- KEYS[1]  the lock key
 -- KEYS[2]  the lock's fence counter
 -- KEYS[3]  the node marker of the key's slot (see node.lua)
+-- KEYS[4]  optional: the readers of a read-write lock on the key (see
+--          rw_read.lua)
+-- KEYS[5]  optional: the intents of its waiting writers (see rw_write.lua)
 --
 -- Returns {held, id, owner, pttl, fence, age, maxttl, clock}: held is 1 when the
 -- key holds a lock, with id and owner as holder gives them and pttl its
@@ -13,6 +16,10 @@
 -- the largest TTL the marker records, both in milliseconds; clock is the
 -- node's clock in microseconds since 1970, from which the node draws its
 -- fences when its counter is behind (see acquire.lua).
+--
+-- With KEYS[4] and KEYS[5], two more elements follow: the live readers as
+-- a flat array {id, owner, pttl, id, owner, pttl, ...}, latest expiry
+-- last, and the number of live intents. Neither shows a token.
 local held, id, owner, pttl = 0, '', '', 0
 local v = redis.call('GET', KEYS[1])
 if v then
@@ -27,4 +34,17 @@ local age = -1
 if m[1] then
 	age = math.max(math.floor((now - tonumber(m[1])) / 1000), 0)
 end
-return {held, id, owner, pttl, fence, age, tonumber(m[2]) or 0, string.format('%d', now)}
+local out = {held, id, owner, pttl, fence, age, tonumber(m[2]) or 0, string.format('%d', now)}
+if KEYS[5] then
+	local readers = {}
+	local live = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. string.format('%d', now), '+inf', 'WITHSCORES')
+	for i = 1, #live, 2 do
+		local rid, rowner = holder(live[i])
+		readers[#readers + 1] = rid
+		readers[#readers + 1] = rowner
+		readers[#readers + 1] = math.floor((tonumber(live[i + 1]) - now) / 1000)
+	end
+	out[9] = readers
+	out[10] = redis.call('ZCOUNT', KEYS[5], '(' .. string.format('%d', now), '+inf')
+end
+return out

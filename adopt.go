@@ -1,0 +1,134 @@
+package redlock
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/quorumlock/redlock/wire"
+)
+
+// MaxTokenLen is the longest token that Adopt takes: a token's 32
+// characters, a space and an owner label of at most MaxOwnerLen bytes.
+const MaxTokenLen = 33 + MaxOwnerLen
+
+// Adopt takes over the hold on key that token has, for a process that did
+// not obtain it: a dispatcher hands a lock to the worker that finishes the
+// job, or a process restarted from a checkpoint takes its own lock back.
+// The token is what Lock.Token returned to the holder. The hold may be a
+// lock's (Client.Lock, TryLock), an RWLock's reader or writer, or a
+// Semaphore's permit.
+//
+// Adopt makes one round on every node, which only reads, and waits for
+// every answer, at most the node timeout. It succeeds when a quorum of
+// nodes holds token on key, in the same way (as the key's holder, as a
+// live reader, or as the permit of the same slot). The returned Lock then
+// acts as the holder's: its Extend and Release are those of the original
+// hold, on the same token, and the original holder's handle still works
+// too; two handles of one hold are the caller's to coordinate.
+//
+// Its validity ends when fewer than a quorum of the nodes would hold the
+// token: the quorum-th longest time left among the holding nodes, counted
+// from before the round, less the drift allowance for that time. Its fence
+// is the largest fence counter among the holding nodes that answered: the
+// original hold's Fence when every node that granted the hold answers, a
+// lower one never while they do. (A reader's counter may have been raised
+// by later readers, which keeps it below every later writer's fence.) Its
+// TTL, which AutoExtend extends by, is the time the hold had left; call
+// Extend with the TTL wanted.
+//
+// A token that holds on no quorum is refused at once, without a retry and
+// without a change on any node, with an *OpError wrapping ErrTaken when
+// some node holds another token on key, ErrLockLost when none does (the
+// hold is gone, or never was), ErrExpired when a quorum holds the token
+// but for less than the drift allowance, and ErrNoQuorum or ErrRefused
+// when too few nodes answered. An empty key, a reserved key, or a token
+// that is empty or longer than MaxTokenLen gives an error wrapping
+// ErrInvalid before any node is asked.
+func (c *Client) Adopt(ctx context.Context, key, token string) (l *Lock, err error) {
+	ctx, ev := c.hooks.begin(ctx, "adopt", key)
+	defer func() {
+		if l != nil {
+			ev.Fence, ev.Until = l.fence, l.until
+		}
+		c.hooks.end(ctx, ev, err)
+	}()
+	if err := CheckKey(key); err != nil {
+		return nil, err
+	}
+	switch {
+	case token == "":
+		return nil, invalidf("empty token")
+	case len(token) > MaxTokenLen:
+		return nil, invalidf("a token of %d bytes; the longest is %d", len(token), MaxTokenLen)
+	}
+	if err := expired(ctx); err != nil {
+		return nil, &OpError{Op: "adopt", Key: key, Quorum: c.quorum, ctxErr: err}
+	}
+	// One try: a node whose request failed is not asked again (a retried
+	// request that finds nothing counts as a release done, in record).
+	r := c.send(ctx, c.nodeTimeout(time.Duration(1<<62)), 1, wire.Adopt(key, token), nil)
+	r.drain()
+	best, slot := r.votes()
+	// The holding nodes of the slot that most of them agree on, and of
+	// one kind: a token holds in one way only.
+	var left []time.Duration
+	var fence int64
+	kind := wire.Exclusive
+	for i, res := range r.results {
+		if res.Outcome == OK && r.decoded[i].Slot == slot {
+			left = append(left, r.decoded[i].TTL)
+			fence = max(fence, res.Fence)
+			kind = r.decoded[i].Kind
+		}
+	}
+	var e *OpError
+	if best >= c.quorum {
+		slices.Sort(left)
+		rest := left[len(left)-c.quorum] // the quorum-th longest
+		until := validUntil(r.start, rest, c.drift(rest))
+		if time.Now().Before(until) {
+			ks := keyset{Set: wire.Set{Name: key}}
+			switch kind {
+			case wire.Reader:
+				ks.Kind = wire.Reader
+			case wire.Permit:
+				// Every slot a semaphore may have: its release looks
+				// for the token in each (see Set.Release).
+				ks.Permits, ks.Slot = wire.MaxPermits, slot
+			}
+			l = &Lock{c: c, ks: ks, token: token, ttl: max(rest.Truncate(time.Millisecond), time.Millisecond),
+				fence: fence, start: r.start, until: until, last: r}
+		} else {
+			e = &OpError{Err: ErrExpired}
+		}
+	} else {
+		e = &OpError{Err: r.adoptFailure()}
+	}
+	r.decide(l != nil)
+	c.hooks.round(ctx, "adopt", key, 1, r)
+	if e != nil {
+		e.Op, e.Key, e.Quorum, e.Rounds, e.Nodes = "adopt", key, c.quorum, 1, r.results
+		if e.Err == ErrNoQuorum {
+			e.ctxErr = ctx.Err()
+		}
+		return nil, e
+	}
+	return l, nil
+}
+
+// adoptFailure returns why an adopt round found no quorum holding the
+// token: too many nodes refused (ErrRefused) or too few answered
+// (ErrNoQuorum); else another token holds on some node (ErrTaken), or
+// nothing holds enough (ErrLockLost).
+func (r *round) adoptFailure() error {
+	switch {
+	case r.refusedQuorum():
+		return ErrRefused
+	case r.count(OK)+r.count(Taken)+r.count(Absent) < r.c.quorum:
+		return ErrNoQuorum
+	case r.count(Taken) > 0:
+		return ErrTaken
+	}
+	return ErrLockLost
+}

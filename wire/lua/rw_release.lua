@@ -1,0 +1,45 @@
+-- rw_release.lua: give a reader's share of a read-write lock up on one
+-- node, or clean up after a reader's round that failed.
+--
+-- KEYS[1]  the readers (see rw_read.lua)
+-- KEYS[2]  the lock's fence counter
+-- ARGV[1..3]  as release.lua: token, the reader's fence, counter TTL (ms)
+-- ARGV[4]  the lock key, whose channel announces releases
+--
+-- Returns {status, told} as release.lua does: status 1 when the token was
+-- a live reader and is removed, 0 when it was not there (expired, or never
+-- granted); a reader is never held by another token, so never -1.
+--
+-- Releasing the last live reader is announced on
+-- "redlock:released:" .. ARGV[4], where waiting writers listen. As in
+-- release.lua, the removal comes before any write that may use memory,
+-- and the counter is raised to at least the reader's fence.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local status, told = 0, 0
+local score = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
+if score then
+	redis.call('ZREM', KEYS[1], ARGV[1])
+	if score > now then
+		status = 1
+	end
+	redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', now))
+	local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+	if last[2] then
+		redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(last[2]) - now) / 1000))
+	elseif status == 1 then
+		told = redis.pcall('PUBLISH', 'redlock:released:' .. ARGV[4], '')
+		if type(told) ~= 'number' then
+			told = 0
+		end
+	end
+end
+local c = tonumber(redis.call('GET', KEYS[2]))
+local fence = tonumber(ARGV[2])
+if not c or c < fence then
+	local r = redis.pcall('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+	if type(r) == 'table' and r.err and not string.find(r.err, '^%-?OOM') then
+		return redis.error_reply(r.err)
+	end
+end
+return {status, told}
