@@ -76,7 +76,7 @@ func invalidf(format string, args ...any) error {
 // errors.Is(err, context.DeadlineExceeded) work; Err then holds the reason
 // of the last round that completed, or is nil if none did.
 type OpError struct {
-	Op     string       // "acquire", "extend", "release", "leader", "inspect" or "force-release"
+	Op     string       // "acquire", "extend", "release", "adopt", "leader", "inspect" or "force-release"
 	Key    string       // the lock's key
 	Quorum int          // the number of nodes that had to agree
 	Rounds int          // the number of rounds made (acquire only; otherwise 1)

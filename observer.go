@@ -41,7 +41,9 @@ type Event interface{ event() }
 // makes an "elect" round once it holds the lock; Election.Leader makes a
 // "leader" round, Probe a "probe" round, Inspect an "inspect" round and
 // ForceRelease an "inspect" round that it does not report and a
-// "force-release" round.
+// "force-release" round. Client.Adopt makes an "adopt" round; an RWLock
+// writer that stops waiting makes a "drop-intent" round to take its
+// intent back (see RWLock), as does one granted while a node refused it.
 type RoundEvent struct {
 	Op       string        // as above
 	Key      string        // the lock's key; empty for "probe"
@@ -58,8 +60,10 @@ type RoundEvent struct {
 }
 
 // An OpEvent reports the end of an operation: Lock, TryLock, LockAll,
-// TryLockAll, Semaphore.Acquire, Semaphore.TryAcquire and each lock
-// attempt of Election.Campaign (Op "acquire"), Extend ("extend"), Release
+// TryLockAll, Semaphore.Acquire, Semaphore.TryAcquire, the RLock,
+// TryRLock, Lock and TryLock of an RWLock, and each lock attempt of
+// Election.Campaign (Op "acquire"), Client.Adopt ("adopt"), Extend
+// ("extend"), Release
 // ("release"), Inspect and Semaphore.Inspect ("inspect", once per key
 // read) and ForceRelease ("force-release"), including a call refused for
 // a bad key or TTL (Err wraps ErrInvalid).
@@ -71,8 +75,8 @@ type OpEvent struct {
 	Quorum   int           // how many nodes must agree: N/2+1
 	Rounds   int           // acquire: the rounds made
 	TTL      time.Duration // acquire, extend: the TTL asked for, to the millisecond when valid
-	Fence    int64         // acquire: the lock's fence, when obtained
-	Until    time.Time     // acquire, extend: the lock's validity deadline, when the call succeeded
+	Fence    int64         // acquire, adopt: the lock's fence, when obtained
+	Until    time.Time     // acquire, adopt, extend: the lock's validity deadline, when the call succeeded
 	Held     time.Duration // release: from the start of the acquiring round to the release
 	Err      error         // nil on success; as the call returned it
 }

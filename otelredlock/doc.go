@@ -40,10 +40,12 @@
 // waiting included. redlock.hold.duration is the time from the start of
 // the round that acquired a lock to its Release; the outcome is the
 // Release's. redlock.operations counts the calls of Lock and TryLock
-// (operation "acquire"), Extend ("extend") and Release ("release").
+// (operation "acquire"; also RWLock's RLock, TryRLock, Lock and TryLock),
+// Extend ("extend"), Release ("release") and Client.Adopt ("adopt").
 // redlock.rounds counts rounds, each one request sent to every node:
-// besides those of the three operations, "cleanup" rounds remove the keys
-// of a failed acquisition round and "probe" rounds are made by
+// besides those of the four operations, "cleanup" rounds remove the keys
+// of a failed acquisition round, "drop-intent" rounds take back the intent
+// of an RWLock writer that stopped waiting, and "probe" rounds are made by
 // Client.Probe; redlock.round.ok says whether a quorum did what was asked
 // (for a probe, whether every node answered).
 //

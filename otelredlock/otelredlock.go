@@ -58,8 +58,8 @@ const (
 var (
 	outcomes = []string{outcomeOK, outcomeTaken, outcomeNoQuorum, outcomeRefused, outcomeExpired,
 		outcomeLost, outcomeReleased, outcomeCanceled, outcomeInvalid, outcomeError}
-	operations      = []string{"acquire", "extend", "release"}
-	roundOperations = []string{"acquire", "cleanup", "extend", "release", "probe"}
+	operations      = []string{"acquire", "extend", "release", "adopt"}
+	roundOperations = []string{"acquire", "cleanup", "extend", "release", "probe", "adopt", "drop-intent"}
 	// healths are the node states, in the order of redlock.NodeHealth.
 	healths = [...]string{
 		redlock.NodeUnknown:     "unknown",

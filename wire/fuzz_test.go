@@ -63,6 +63,8 @@ func FuzzDecode(f *testing.F) {
 		checkProbe(t, v, decodeProbe(v))
 		checkPermit(t, v, decodePermit(v))
 		checkReleasePermit(t, v, decodeReleasePermit(v))
+		checkFailed(t, "decodeAdopt", v, decodeAdopt(v))
+		checkFailed(t, "decodeInspect", v, decodeInspect(v))
 	})
 }
 

@@ -46,7 +46,7 @@ func TestSlotTag(t *testing.T) {
 // companions returns the keys a script call for key touches.
 func companions(key string) []string {
 	return []string{key, FenceKey(key), MarkerKey(key), PermitKey(key, 0), PermitKey(key, MaxPermits-1),
-		FenceKey(PermitKey(key, 7)), TermKey(key)}
+		FenceKey(PermitKey(key, 7)), TermKey(key), ReadersKey(key), IntentKey(key)}
 }
 
 // awkwardKeys are keys whose braces are, or are not, hash tags.
