@@ -160,7 +160,7 @@
 // for any key. A semaphore's slots ([wire.PermitKey]) and an election's
 // term record ([wire.TermKey]) are named the same way. Lock keys named
 // like them ("redlock:fence:…", "redlock:node…", "redlock:permit:…",
-// "redlock:term:…") are rejected; [CheckKey] says whether a key may be
+// "redlock:term:…", "redlock:readers:…", "redlock:intent:…") are rejected; [CheckKey] says whether a key may be
 // locked. A lock key's value is the acquisition's random token, a space
 // and the owner's label (Options.Owner).
 //
@@ -178,6 +178,49 @@
 // itself. Its fence rises from each holder of its slot to the next: a
 // resource with n writers keeps the largest fence per slot
 // ([Permit.Slot]).
+//
+// # Read-write locks
+//
+// [Client.RWLock] is a lock that many readers share ([RWLock.RLock]) or
+// one writer holds ([RWLock.Lock]), never both within their validity. On
+// each node a writer is the lock key holding its token, exactly a
+// [Client.Lock]'s record, and the readers are a sorted set of tokens, each
+// with its own expiry ([wire.ReadersKey]). A node grants a reader only
+// while no writer holds and no waiting writer's intent is live, and a
+// writer only while the key is free and no reader is live; any two quorums
+// share a node, which never grants both, so the exclusion argument is the
+// mutex's. A reader expires on its own and extends on its own. A writer
+// that finds the key held records a short-lived intent ([wire.IntentKey],
+// living [Client.IntentTTL]) that keeps new readers out, so a stream of
+// readers cannot starve it: it gets in once the readers already granted
+// are done. A writer's fence is above every earlier writer's and reader's;
+// a reader's is the key's current floor, at least the last writer's.
+//
+// # Handing a lock over
+//
+// [Client.Adopt] takes over a hold by its token ([Lock.Token]): a
+// dispatcher that took a lock passes the token to the worker that
+// finishes the job, or a process restarted from a checkpoint takes its own
+// lock back. One round that only reads checks that a quorum holds the
+// token, as a lock, an RWLock reader or writer, or a Semaphore permit, and
+// returns a [Lock] that extends and releases that hold. A token that holds
+// on no quorum is refused at once with ErrTaken or ErrLockLost.
+//
+// # When to use which
+//
+//   - [Client.Lock]: one owner at a time of one resource. The default.
+//   - [Client.RWLock]: many readers or one writer, when reads are many,
+//     long or concurrent enough that a mutex would queue them needlessly.
+//     A read-mostly key pays one sorted-set update per read; for short
+//     reads a plain Lock is as fast and simpler.
+//   - [Client.Semaphore]: at most n owners at once, each with its own
+//     slot and fence (connection limits, worker pools).
+//   - [Client.Election]: one long-lived leader among candidates, with
+//     terms, renewed in the background and observed by others.
+//   - [Client.LockAll]: several resources at once, all or none, without
+//     the deadlocks of taking locks one by one.
+//   - [Client.Adopt]: pass a hold from the process that took it to another
+//     one, without a window in which neither holds it.
 //
 // # Leader election
 //
