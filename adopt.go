@@ -29,13 +29,21 @@ const MaxTokenLen = 33 + MaxOwnerLen
 //
 // Its validity ends when fewer than a quorum of the nodes would hold the
 // token: the quorum-th longest time left among the holding nodes, counted
-// from before the round, less the drift allowance for that time. Its fence
-// is the largest fence counter among the holding nodes that answered: the
-// original hold's Fence when every node that granted the hold answers, a
-// lower one never while they do. (A reader's counter may have been raised
-// by later readers, which keeps it below every later writer's fence.) Its
-// TTL, which AutoExtend extends by, is the time the hold had left; call
-// Extend with the TTL wanted.
+// from before the round, less the drift allowance for that time.
+//
+// Its fence is the largest fence counter among the holding nodes that
+// answered. That is at least the original hold's Fence as long as the
+// nodes whose grants made up the holder's quorum answer, and it is often
+// above it: the holder's Fence is the largest of the first quorum that
+// answered its round, and a node that granted later drew a later fence.
+// A higher fence is as safe: every later hold's fence still exceeds it,
+// under the assumptions of Lock.Fence, and a resource that has seen the
+// adopter's fence refuses the first holder's older one, as a hand-over
+// should. (A reader's counter may have been raised by later readers; it
+// stays below every later writer's fence.)
+//
+// Its TTL, which AutoExtend extends by, is the time the hold had left;
+// call Extend with the TTL wanted.
 //
 // A token that holds on no quorum is refused at once, without a retry and
 // without a change on any node, with an *OpError wrapping ErrTaken when

@@ -279,3 +279,82 @@ func Example_errors() {
 	// second release: true
 	// extend after release: true
 }
+
+// Readers of an RWLock share it; a writer waits until they are done, and
+// while it waits no new reader comes in.
+func ExampleClient_RWLock() {
+	c, err := redlock.New(memoryNodes(3), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	rw := c.RWLock("catalog")
+
+	r1, err := rw.RLock(ctx, 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	r2, err := rw.RLock(ctx, 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("two readers:", r1.Valid(), r2.Valid())
+
+	_, err = rw.TryLock(ctx, 10*time.Second)
+	fmt.Println("writer while they read:", errors.Is(err, redlock.ErrTaken))
+
+	r1.Release(ctx)
+	r2.Release(ctx)
+	w, err := rw.Lock(ctx, 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("writer after them, fence above theirs:", w.Fence() > r1.Fence() && w.Fence() > r2.Fence())
+	w.Release(ctx)
+	// Output:
+	// two readers: true true
+	// writer while they read: true
+	// writer after them, fence above theirs: true
+}
+
+// A dispatcher takes a lock and hands it to a worker, which adopts it by
+// its token, extends it, and releases it when the job is done.
+func ExampleClient_Adopt() {
+	nodes := memoryNodes(3)
+	dispatcher, err := redlock.New(nodes, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dispatcher.Close()
+	worker, err := redlock.New(nodes, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer worker.Close()
+	ctx := context.Background()
+
+	l, err := dispatcher.Lock(ctx, "jobs:7", 30*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	token := l.Token() // sent to the worker with the job
+
+	adopted, err := worker.Adopt(ctx, "jobs:7", token)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("same hold:", adopted.ID() == l.ID(), "fence at least the dispatcher's:", adopted.Fence() >= l.Fence())
+	if err := adopted.Extend(ctx, time.Minute); err != nil {
+		log.Fatal(err)
+	}
+	if err := adopted.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+
+	_, err = worker.Adopt(ctx, "jobs:7", token)
+	fmt.Println("adopt once released:", errors.Is(err, redlock.ErrLockLost))
+	// Output:
+	// same hold: true fence at least the dispatcher's: true
+	// adopt once released: true
+}

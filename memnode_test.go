@@ -31,8 +31,9 @@ type memoryNode struct {
 	started time.Time
 
 	mu     sync.Mutex
-	keys   map[string]memoryValue // lock keys and fence counters
-	maxTTL int64                  // the largest TTL asked for, in ms
+	keys   map[string]memoryValue          // lock keys and fence counters
+	maxTTL int64                           // the largest TTL asked for, in ms
+	sets   map[string]map[string]time.Time // readers and intents (memnode_rw_test.go)
 }
 
 // A memoryValue is the value of one key and when it expires.
@@ -64,6 +65,11 @@ func (n *memoryNode) Eval(ctx context.Context, script *driver.Script, keys, args
 		return nil, err
 	}
 	name := script.Name()
+	if _, rw := memoryRWArity[name]; rw {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.evalRW(time.Now(), name, keys, args)
+	}
 	arity, ok := memoryArity[name]
 	if !ok || len(keys) != arity[0] || len(args) != arity[1] {
 		return nil, &driver.ReplyError{Msg: "ERR memoryNode cannot run " + name + " with these keys and arguments"}
