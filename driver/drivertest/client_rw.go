@@ -29,6 +29,67 @@ func (s *suite) testRWLock(t *testing.T) {
 	t.Run("Quarantine", s.testRWQuarantine)
 	t.Run("InspectAndForceRelease", s.testRWOperator)
 	t.Run("Invalid", s.testRWInvalid)
+	t.Run("ClusterNode", s.testRWCluster)
+}
+
+// testRWCluster: every script of a read-write lock and Adopt runs on a
+// Redis Cluster node as one call in the key's slot, whatever braces the
+// key has (CROSSSLOT would refuse it otherwise).
+func (s *suite) testRWCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, redistest.Config{})
+	c := s.client(t, []string{cl.URL()}, &redlock.Options{NodeTimeout: 2 * time.Second})
+	ctx := ctxT(t)
+	for _, key := range clusterKeys {
+		key := key + ":" + t.Name()
+		master, err := cl.MasterOf(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rw := c.RWLock(key)
+		r1, err := rw.TryRLock(ctx, 10*time.Second)
+		if err != nil {
+			t.Fatalf("TryRLock(%q): %v", key, err)
+		}
+		r2, err := rw.TryRLock(ctx, 10*time.Second)
+		if err != nil {
+			t.Fatalf("a second TryRLock(%q): %v", key, err)
+		}
+		if n := master.MustDo(t, "ZCARD", wire.ReadersKey(key)); n != int64(2) {
+			t.Fatalf("key %q: %v readers on the master of its slot", key, n)
+		}
+		if _, err := rw.TryLock(ctx, 10*time.Second); !errors.Is(err, redlock.ErrTaken) {
+			t.Fatalf("TryLock(%q) beside readers: %v", key, err)
+		}
+		if err := r1.Extend(ctx, 20*time.Second); err != nil {
+			t.Fatalf("Extend of a reader of %q: %v", key, err)
+		}
+		ins, err := c.Inspect(ctx, key)
+		if err != nil || ins.State != redlock.KeyShared || len(ins.Readers) != 2 {
+			t.Fatalf("Inspect(%q): %+v, %v", key, ins, err)
+		}
+		a, err := c.Adopt(ctx, key, r2.Token())
+		if err != nil {
+			t.Fatalf("Adopt(%q): %v", key, err)
+		}
+		for _, l := range []*redlock.Lock{r1, a} {
+			if err := l.Release(ctx); err != nil {
+				t.Fatalf("Release of a reader of %q: %v", key, err)
+			}
+		}
+		w, err := rw.Lock(ctx, 10*time.Second)
+		if err != nil {
+			t.Fatalf("Lock(%q): %v", key, err)
+		}
+		if got := master.MustDo(t, "GET", key); got != w.Token() {
+			t.Fatalf("key %q holds %#v, want the writer's token", key, got)
+		}
+		if _, err := c.ForceRelease(ctx, key); err != nil {
+			t.Fatalf("ForceRelease(%q): %v", key, err)
+		}
+		if _, err := c.Adopt(ctx, key, w.Token()); !errors.Is(err, redlock.ErrLockLost) {
+			t.Fatalf("Adopt(%q) after ForceRelease: %v", key, err)
+		}
+	}
 }
 
 // readerScores returns, for each server, the expiry (µs of the node's
