@@ -19,15 +19,20 @@ import (
 
 // LeastPrivilege is the ACL rule set, for ACL SETUSER, with which a user
 // can do everything the lock client does (Lock, Extend, Release,
-// AutoExtend, notified waiting, Probe, Inspect, ForceRelease, semaphores
-// and elections) on keys that start with "locks:", and nothing else: no
-// FLUSHALL, CONFIG or KEYS, and no other keys.
+// AutoExtend, notified waiting, Probe, Inspect, ForceRelease, semaphores,
+// elections, read-write locks and Adopt) on keys that start with "locks:",
+// and nothing else: no FLUSHALL, CONFIG or KEYS, and no other keys. The
+// commands from +exists on are those of read-write locks and Adopt; a
+// user without them still does everything else, and Inspect shows it no
+// readers.
 var LeastPrivilege = []string{
 	"resetkeys", "~locks:*", "~redlock:*",
 	"resetchannels", "&redlock:released:*", "&redlock:leader:*",
 	"-@all", "+hello", "+ping", "+evalsha", "+eval", "+subscribe", "+unsubscribe",
 	"+get", "+set", "+del", "+pexpire", "+pttl", "+hget", "+hmget", "+hset",
 	"+time", "+info", "+lastsave", "+publish",
+	"+exists", "+mget", "+zadd", "+zrem", "+zscore", "+zrange", "+zrangebyscore",
+	"+zremrangebyscore", "+zcount", "+zcard",
 }
 
 // testOperations: what operators see of a lock and how they clear it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,80 @@ func (s *suite) testRWLock(t *testing.T) {
 	t.Run("InspectAndForceRelease", s.testRWOperator)
 	t.Run("Invalid", s.testRWInvalid)
 	t.Run("ClusterNode", s.testRWCluster)
+	t.Run("LeastPrivilegeACL", s.testRWLeastPrivilege)
+}
+
+// testRWLeastPrivilege: a user with LeastPrivilege uses read-write locks
+// and Adopt; a user with the rules of before them, without the
+// sorted-set commands, still inspects and force-releases a lock.
+func (s *suite) testRWLeastPrivilege(t *testing.T) {
+	srvs := redistest.StartN(t, 3, redistest.Config{})
+	const oldUser = "redlock-before-rw"
+	before := LeastPrivilege[:slices.Index(LeastPrivilege, "+exists")]
+	urls, oldURLs := make([]string, len(srvs)), make([]string, len(srvs))
+	for i, srv := range srvs {
+		srv.MustDo(t, append([]string{"ACL", "SETUSER", ACLUser, "on", ">" + ACLPassword}, LeastPrivilege...)...)
+		srv.MustDo(t, append([]string{"ACL", "SETUSER", oldUser, "on", ">" + ACLPassword}, before...)...)
+		urls[i], oldURLs[i] = aclURL(srv, ACLUser, ACLPassword), aclURL(srv, oldUser, ACLPassword)
+	}
+	c := s.client(t, urls, nil)
+	ctx, key := ctxT(t), "locks:"+keyFor(t)
+	rw := c.RWLock(key)
+	r, err := rw.RLock(ctx, 2*time.Second)
+	if err != nil {
+		t.Fatalf("RLock: %v", err)
+	}
+	if err := r.Extend(ctx, 2*time.Second); err != nil {
+		t.Fatalf("Extend of a reader: %v", err)
+	}
+	// A writer that waits, and is woken by the reader's release.
+	got := make(chan error, 1)
+	go func() {
+		w, err := s.client(t, urls, &redlock.Options{RetryDelay: 5 * time.Second}).RWLock(key).Lock(ctx, 2*time.Second)
+		if err == nil {
+			err = w.Release(ctx)
+		}
+		got <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); (&cluster{servers: srvs}).intents(t, key) < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer's intent never showed")
+		}
+	}
+	if ins, err := c.Inspect(ctx, key); err != nil || ins.State != redlock.KeyShared {
+		t.Fatalf("Inspect: %+v, %v", ins, err)
+	}
+	a, err := c.Adopt(ctx, key, r.Token())
+	if err != nil {
+		t.Fatalf("Adopt: %v", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiting writer: %v", err)
+	}
+	if _, err := c.Adopt(ctx, key, r.Token()); !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Adopt of a released reader: %v", err)
+	}
+
+	old := s.client(t, oldURLs, nil)
+	l, err := old.Lock(ctx, key, 2*time.Second)
+	if err != nil {
+		t.Fatalf("Lock with the rules of before: %v", err)
+	}
+	ins, err := old.Inspect(ctx, key)
+	if err != nil || ins.State != redlock.KeyHeld || ins.Holder != l.ID() {
+		t.Fatalf("Inspect with the rules of before: %+v, %v", ins, err)
+	}
+	for _, v := range ins.Nodes {
+		if v.Err != nil {
+			t.Errorf("node %s: %v", v.Node, v.Err)
+		}
+	}
+	if _, err := old.ForceRelease(ctx, key); err != nil {
+		t.Fatalf("ForceRelease with the rules of before: %v", err)
+	}
 }
 
 // testRWCluster: every script of a read-write lock and Adopt runs on a

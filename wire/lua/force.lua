@@ -50,7 +50,13 @@ local readers = 0
 if KEYS[4] and not (c and c > floor) then
 	local t = redis.call('TIME')
 	local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-	readers = redis.call('ZCOUNT', KEYS[3], '(' .. string.format('%d', now), '+inf')
+	-- pcall: a user whose ACL allows no sorted-set command (one that
+	-- predates read-write locks) still removes locks, and DEL removes the
+	-- readers all the same.
+	readers = redis.pcall('ZCOUNT', KEYS[3], '(' .. string.format('%d', now), '+inf')
+	if type(readers) ~= 'number' then
+		readers = 0
+	end
 	redis.call('DEL', KEYS[3], KEYS[4])
 	if readers > 0 and removed == 0 then
 		told = redis.pcall('PUBLISH', 'redlock:released:' .. (ARGV[3] or KEYS[1]), '')

@@ -35,16 +35,25 @@ if m[1] then
 	age = math.max(math.floor((now - tonumber(m[1])) / 1000), 0)
 end
 local out = {held, id, owner, pttl, fence, age, tonumber(m[2]) or 0, string.format('%d', now)}
+-- They are read with pcall: a user whose ACL predates read-write locks,
+-- and allows no sorted-set command, still inspects locks, and sees no
+-- readers.
 if KEYS[5] then
-	local readers = {}
-	local live = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. string.format('%d', now), '+inf', 'WITHSCORES')
-	for i = 1, #live, 2 do
-		local rid, rowner = holder(live[i])
-		readers[#readers + 1] = rid
-		readers[#readers + 1] = rowner
-		readers[#readers + 1] = math.floor((tonumber(live[i + 1]) - now) / 1000)
+	local readers, intents = {}, 0
+	local live = redis.pcall('ZRANGEBYSCORE', KEYS[4], '(' .. string.format('%d', now), '+inf', 'WITHSCORES')
+	if type(live) == 'table' and not live.err then
+		for i = 1, #live, 2 do
+			local rid, rowner = holder(live[i])
+			readers[#readers + 1] = rid
+			readers[#readers + 1] = rowner
+			readers[#readers + 1] = math.floor((tonumber(live[i + 1]) - now) / 1000)
+		end
+	end
+	local n = redis.pcall('ZCOUNT', KEYS[5], '(' .. string.format('%d', now), '+inf')
+	if type(n) == 'number' then
+		intents = n
 	end
 	out[9] = readers
-	out[10] = redis.call('ZCOUNT', KEYS[5], '(' .. string.format('%d', now), '+inf')
+	out[10] = intents
 end
 return out
