@@ -47,8 +47,9 @@ const MaxTokenLen = 33 + MaxOwnerLen
 //
 // A token that holds on no quorum is refused at once, without a retry and
 // without a change on any node, with an *OpError wrapping ErrTaken when
-// some node holds another token on key, ErrLockLost when none does (the
-// hold is gone, or never was), ErrExpired when a quorum holds the token
+// a quorum of nodes hold the key but not all of them for token (another
+// owner holds it), ErrLockLost when too few nodes hold the key at all
+// (the hold is gone, or never was), ErrExpired when a quorum holds the token
 // but for less than the drift allowance, and ErrNoQuorum or ErrRefused
 // when too few nodes answered. An empty key, a reserved key, or a token
 // that is empty or longer than MaxTokenLen gives an error wrapping
@@ -127,15 +128,17 @@ func (c *Client) Adopt(ctx context.Context, key, token string) (l *Lock, err err
 
 // adoptFailure returns why an adopt round found no quorum holding the
 // token: too many nodes refused (ErrRefused) or too few answered
-// (ErrNoQuorum); else another token holds on some node (ErrTaken), or
-// nothing holds enough (ErrLockLost).
+// (ErrNoQuorum); else, as for an acquisition, the key is held on a quorum,
+// but not by the token alone (ErrTaken); or it is held on too few nodes,
+// by anyone, to be held at all: what is left of a released or expired
+// hold, in flight or expiring (ErrLockLost).
 func (r *round) adoptFailure() error {
 	switch {
 	case r.refusedQuorum():
 		return ErrRefused
 	case r.count(OK)+r.count(Taken)+r.count(Absent) < r.c.quorum:
 		return ErrNoQuorum
-	case r.count(Taken) > 0:
+	case r.count(Taken) > 0 && r.count(OK)+r.count(Taken) >= r.c.quorum:
 		return ErrTaken
 	}
 	return ErrLockLost

@@ -84,6 +84,8 @@ func (s *suite) testRWLeastPrivilege(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("the waiting writer: %v", err)
 	}
+	// The writer's release returned on a quorum: wait for the last node.
+	(&cluster{servers: srvs}).awaitNoKey(t, key, 5*time.Second)
 	if _, err := c.Adopt(ctx, key, r.Token()); !errors.Is(err, redlock.ErrLockLost) {
 		t.Fatalf("Adopt of a released reader: %v", err)
 	}
