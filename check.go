@@ -116,7 +116,7 @@ func newKeyset(keys []string) (keyset, error) {
 		}
 	}
 	if len(all) == 1 {
-		return keyset{Set: wire.Set{Name: all[0]}}, nil
+		return keyset{Set: wire.One(all[0])}, nil
 	}
 	return keyset{Set: wire.Set{Name: strings.Join(all, ","), Keys: all}}, nil
 }
