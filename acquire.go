@@ -47,7 +47,7 @@ import (
 // the wait, the error wraps ctx.Err() as well as the reason of the last
 // completed round.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
-	return c.obtain(ctx, keyset{Set: wire.Set{Name: key}}, CheckKey(key), ttl, true)
+	return c.obtain(ctx, keyset{Set: wire.One(key)}, CheckKey(key), ttl, true)
 }
 
 // TryLock makes one attempt to obtain the lock on key for ttl.
@@ -57,7 +57,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 // error is an *OpError wrapping ErrTaken, ErrNoQuorum, ErrRefused or
 // ErrExpired; a bad key or ttl gives an error wrapping ErrInvalid.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
-	return c.obtain(ctx, keyset{Set: wire.Set{Name: key}}, CheckKey(key), ttl, false)
+	return c.obtain(ctx, keyset{Set: wire.One(key)}, CheckKey(key), ttl, false)
 }
 
 // LockAll obtains one lock on all of keys for ttl, waiting for it as

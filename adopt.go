@@ -97,7 +97,7 @@ func (c *Client) Adopt(ctx context.Context, key, token string) (l *Lock, err err
 		rest := left[len(left)-c.quorum] // the quorum-th longest
 		until := validUntil(r.start, rest, c.drift(rest))
 		if time.Now().Before(until) {
-			ks := keyset{Set: wire.Set{Name: key}}
+			ks := keyset{Set: wire.One(key)}
 			switch kind {
 			case wire.Reader:
 				ks.Kind = wire.Reader

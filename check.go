@@ -32,6 +32,10 @@ func (o *Options) check() error {
 		return invalidf("ReleaseTimeout %v is negative", o.ReleaseTimeout)
 	case o.Quarantine < 0:
 		return invalidf("Quarantine %v is negative", o.Quarantine)
+	case o.FenceRetention < 0:
+		return invalidf("FenceRetention %v is negative", o.FenceRetention)
+	case o.FenceRetention > 0 && o.FenceRetention < time.Millisecond:
+		return invalidf("FenceRetention %v is below a millisecond", o.FenceRetention)
 	case o.Quarantine > 0 && o.DisableQuarantine:
 		return invalidf("Quarantine %v is set and DisableQuarantine too", o.Quarantine)
 	}
@@ -112,7 +116,7 @@ func newKeyset(keys []string) (keyset, error) {
 		}
 	}
 	if len(all) == 1 {
-		return keyset{Set: wire.Set{Name: all[0]}}, nil
+		return keyset{Set: wire.One(all[0])}, nil
 	}
 	return keyset{Set: wire.Set{Name: strings.Join(all, ","), Keys: all}}, nil
 }

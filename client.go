@@ -93,6 +93,24 @@ type Options struct {
 	// locked anything on before.
 	DisableQuarantine bool
 
+	// FenceRetention is how long a node keeps a lock's fence counter
+	// after it last wrote it: at a grant, or at a release that raised it
+	// to the lock's fence. Default: ten times the lock's TTL, at least a
+	// minute.
+	//
+	// A node's fence is the larger of its clock and its counter + 1, so the
+	// counter matters only when the node's clock steps back. A step back of
+	// less than FenceRetention never lowers a fence: if it comes while the
+	// counter lives, the counter lives on (its expiry follows the same
+	// clock) until the clock has passed every fence it gave; if it comes
+	// later, the clock was already more than FenceRetention past them. A
+	// larger step is survived only when it comes while the counter lives.
+	// Each distinct key locked in the last FenceRetention costs each node
+	// one counter, about a hundred bytes (see BENCHMARKS.md): a shorter
+	// retention saves memory when many distinct keys are locked, a longer
+	// one survives larger clock steps.
+	FenceRetention time.Duration
+
 	// Owner labels the locks the client takes, so that Inspect and the
 	// redlock command can say who holds one. It is stored on the nodes
 	// with each lock's token, at no extra cost in requests, and anyone who
@@ -254,10 +272,12 @@ func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 }
 
 // fenceTTL returns how long a fence counter outlives its lock's last
-// grant: ten TTLs, and at least a minute. A counter that has expired is
-// harmless (fences also follow the nodes' clocks); one kept longer only
-// costs memory.
+// grant or release: Options.FenceRetention, by default ten TTLs and at
+// least a minute.
 func (c *Client) fenceTTL(ttl time.Duration) time.Duration {
+	if c.opts.FenceRetention > 0 {
+		return c.opts.FenceRetention
+	}
 	return max(10*ttl, time.Minute)
 }
 

@@ -81,8 +81,8 @@
 // Because fences follow the nodes' clocks, they keep rising after a counter
 // is lost to a restart, a flush or its expiry. They come from no consensus
 // protocol: they are ordered only while the nodes' clocks differ by less
-// than the TTL and do not step back by more than a counter's lifetime (ten
-// TTLs, at least a minute).
+// than the TTL and do not step back by more than a counter's lifetime
+// (Options.FenceRetention: ten TTLs, at least a minute, by default).
 //
 // A resource that refuses every write whose fence is below the largest it
 // has accepted is safe even from an owner that paused past its deadline.
@@ -152,8 +152,8 @@
 // # Keys
 //
 // Besides each lock key, the client writes the lock's fence counter
-// ([wire.FenceKey]), which expires ten TTLs (at least a minute) after the
-// last grant, and, per Redis Cluster hash slot, a hash ([wire.MarkerKey])
+// ([wire.FenceKey]), which expires Options.FenceRetention (ten TTLs, at
+// least a minute, by default) after the last grant or release, and, per Redis Cluster hash slot, a hash ([wire.MarkerKey])
 // with the process start time, the largest TTL used in the slot, the last
 // LASTSAVE and the replication ID seen. Both hash to the lock key's slot,
 // so that every script's keys are in one slot, as a cluster node requires,

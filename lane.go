@@ -43,8 +43,14 @@ type lane struct {
 type request struct {
 	r     *round
 	node  int
-	tries int // tries left, this one included
-	retry bool
+	tries int  // tries left, this one included
+	retry bool // an earlier try failed, and may have been applied
+
+	// The answer, set by deliver before the node's index is sent on the
+	// round's answered channel, and read by the round's collector after.
+	val     any
+	err     error
+	latency time.Duration
 
 	returned atomic.Bool             // set by deliver
 	next     atomic.Pointer[request] // sent once this one has returned; see then

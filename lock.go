@@ -79,9 +79,10 @@ func (l *Lock) ID() string { return wire.TokenID(l.token) }
 // of every owner that held the lock before, as long as no node hands out
 // fences ahead of the other nodes' clocks by as much as the TTL of a lock
 // on the key, and no node's clock has gone back since an earlier owner's
-// grant while that node has no counter for the lock (a counter lives ten
-// TTLs, at least a minute, after the lock's last grant or release, and a
-// restart without persistence loses it). A node's fence is its clock or,
+// grant while that node has no counter for the lock (a counter lives
+// Options.FenceRetention, by default ten TTLs and at least a minute, after
+// the lock's last grant or release, and a restart without persistence
+// loses it). A node's fence is its clock or,
 // when that is behind, its counter, which its clock wrote: a clock ahead
 // by X needs every TTL used on the key above X, and still does through
 // the counter until X has passed since the clock was put right. A resource

@@ -52,6 +52,8 @@ func TestNewRejects(t *testing.T) {
 		{"tries", nodes("a"), &Options{Tries: -1}, "Tries"},
 		{"release timeout", nodes("a"), &Options{ReleaseTimeout: -1}, "ReleaseTimeout"},
 		{"quarantine", nodes("a"), &Options{Quarantine: -1}, "Quarantine"},
+		{"fence retention negative", nodes("a"), &Options{FenceRetention: -time.Second}, "FenceRetention"},
+		{"fence retention below a millisecond", nodes("a"), &Options{FenceRetention: time.Microsecond}, "FenceRetention"},
 		{"quarantine both ways", nodes("a"), &Options{Quarantine: time.Second, DisableQuarantine: true}, "DisableQuarantine"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -365,17 +367,25 @@ func TestHandoff(t *testing.T) {
 	}
 }
 
+// An answer is one node's reply in a syntheticRound.
+type answer struct {
+	node int
+	val  any
+}
+
 // syntheticRound is a round of three acquire replies, already received in
 // the given order, for tests of the decision rule alone.
-func syntheticRound(replies ...reply) *round {
-	r := &round{replies: make(chan reply, len(replies)), results: make([]NodeResult, 3),
+func syntheticRound(answers ...answer) *round {
+	r := &round{answered: make(chan int, len(answers)), reqs: make([]request, 3), results: make([]NodeResult, 3),
 		decoded: make([]wire.Reply, 3), pending: 3, call: wire.Set{Name: "k"}.Acquire("token", time.Second, 0, time.Minute),
 		deadline: time.Now().Add(time.Minute)}
 	for i := range r.decoded {
 		r.decoded[i].Age = -1
+		r.reqs[i].node = i
 	}
-	for _, rep := range replies {
-		r.replies <- rep
+	for _, a := range answers {
+		r.reqs[a.node].val = a.val
+		r.answered <- a.node
 	}
 	return r
 }
@@ -384,10 +394,10 @@ func TestCollectHearsEveryoneBeforeTrustingYoungNodes(t *testing.T) {
 	// Two nodes restarted half a second ago grant first; the survivor,
 	// up for two hours, answers last and knows of a 1s lock.
 	young := []any{int64(1), int64(5), int64(500), int64(300)}
-	survivor := func(maxTTL int64) reply {
-		return reply{node: 2, val: []any{int64(0), int64(800), int64(7_200_000), maxTTL}}
+	survivor := func(maxTTL int64) answer {
+		return answer{node: 2, val: []any{int64(0), int64(800), int64(7_200_000), maxTTL}}
 	}
-	r := syntheticRound(reply{node: 0, val: young}, reply{node: 1, val: young}, survivor(1000))
+	r := syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(1000))
 	if r.collect(2, 300*time.Millisecond) {
 		t.Fatal("a quorum of young nodes was trusted before the survivor's answer raised the bar to 1s")
 	}
@@ -395,25 +405,25 @@ func TestCollectHearsEveryoneBeforeTrustingYoungNodes(t *testing.T) {
 		t.Fatalf("outcomes %v", got)
 	}
 	// When nobody knows of a longer lock, the same grants stand.
-	if r := syntheticRound(reply{node: 0, val: young}, reply{node: 1, val: young}, survivor(100)); !r.collect(2, 300*time.Millisecond) {
+	if r := syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(100)); !r.collect(2, 300*time.Millisecond) {
 		t.Fatal("grants from nodes older than every TTL known were refused")
 	}
 	// A client that heard every node after the young ones started has
 	// the survivor's TTL in its bar already: it trusts their grants
 	// without waiting for the survivor.
-	r = syntheticRound(reply{node: 0, val: young}, reply{node: 1, val: young})
+	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young})
 	r.start, r.heardAll = time.Now(), time.Now().Add(-400*time.Millisecond)
 	if !r.collect(2, 300*time.Millisecond) || r.pending != 1 {
 		t.Fatalf("heard all after the restart: decided %v with %d answers pending", r.results, r.pending)
 	}
 	// One that last heard every node before they restarted does not.
-	r = syntheticRound(reply{node: 0, val: young}, reply{node: 1, val: young}, survivor(1000))
+	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(1000))
 	r.start, r.heardAll = time.Now(), time.Now().Add(-600*time.Millisecond)
 	if r.collect(2, 300*time.Millisecond) {
 		t.Fatal("a quorum of nodes restarted after the last full hearing was trusted before the survivor's answer")
 	}
 	// Without quarantine the round is decided on the first two answers.
-	r = syntheticRound(reply{node: 0, val: young}, reply{node: 1, val: young})
+	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young})
 	if !r.collect(2, 0) || r.pending != 1 {
 		t.Fatalf("without quarantine: decided %v with %d answers pending", r.results, r.pending)
 	}

@@ -78,7 +78,10 @@ func (c *Client) extendRound(ctx context.Context, prev *round, call wire.Call, t
 // (within the same bound), so that a hung node does not hold up every
 // Release.
 func (c *Client) releaseRound(ctx context.Context, prev *round, call wire.Call, all bool) *round {
-	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, call, prev)
+	if ctx.Done() != nil { // a context that never ends needs no detaching
+		ctx = context.WithoutCancel(ctx)
+	}
+	r := c.send(ctx, c.opts.ReleaseTimeout, 2, call, prev)
 	if all || !r.collect(c.quorum, 0) {
 		r.drain()
 	}
@@ -94,7 +97,7 @@ type round struct {
 	lastDeadline time.Time
 	ctx          context.Context            // the requests' context: ends at the deadline
 	expired      <-chan struct{}            // ctx.Done(): closed at the deadline, or earlier if the caller's context ends
-	replies      chan reply                 // buffered: senders never block
+	answered     chan int                   // the nodes whose requests returned, each once; buffered: senders never block
 	running      atomic.Int32               // requests that have not returned
 	waiting      atomic.Int32               // requests waiting for their turn behind the round before (see send)
 	fallback     atomic.Pointer[time.Timer] // sends the waiting requests at the last deadline; stopped when none waits
@@ -121,15 +124,13 @@ type round struct {
 	verdict []NodeResult // results as they stood when decided; nil without an Observer
 	ok      bool
 	observe bool // the client has an Observer
-}
 
-// A reply is one node's answer to one request of a round.
-type reply struct {
-	node    int
-	val     any
-	err     error
-	latency time.Duration
-	retried bool // an earlier try failed, and may have been applied
+	// The requests, results and decoded answers of a round on one node,
+	// which reqs, results and decoded then slice: one allocation less
+	// for each of them.
+	one        [1]request
+	oneResult  [1]NodeResult
+	oneDecoded [1]wire.Reply
 }
 
 // send sends call to every node at once. The requests are cut off after
@@ -149,15 +150,17 @@ type reply struct {
 func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, call wire.Call, after *round) *round {
 	n := len(c.nodes)
 	r := &round{
-		start:   time.Now(),
-		replies: make(chan reply, n),
-		call:    call,
-		reqs:    make([]request, n),
-		results: make([]NodeResult, n),
-		decoded: make([]wire.Reply, n),
-		pending: n,
-		observe: c.opts.Observer != nil,
-		c:       c,
+		start:    time.Now(),
+		answered: make(chan int, n),
+		call:     call,
+		pending:  n,
+		observe:  c.opts.Observer != nil,
+		c:        c,
+	}
+	if n == 1 {
+		r.reqs, r.results, r.decoded = r.one[:], r.oneResult[:], r.oneDecoded[:]
+	} else {
+		r.reqs, r.results, r.decoded = make([]request, n), make([]NodeResult, n), make([]wire.Reply, n)
 	}
 	// All requests start together, so one deadline serves as the timeout
 	// of each; it is released when the last request returns. Collecting
@@ -230,7 +233,8 @@ func (r *round) waited() {
 // deliver hands the answer to request q to the round's collector, and
 // sends the request that waits for q to return, if there is one.
 func (r *round) deliver(q *request, v any, err error) {
-	r.replies <- reply{node: q.node, val: v, err: err, latency: time.Since(r.start), retried: q.retry}
+	q.val, q.err, q.latency = v, err, time.Since(r.start)
+	r.answered <- q.node
 	if r.running.Add(-1) == 0 {
 		r.cancel()
 	}
@@ -378,14 +382,14 @@ func (r *round) drain() {
 // returned (its answer is in by then).
 func (r *round) next() bool {
 	select {
-	case rep := <-r.replies:
-		r.record(rep)
+	case i := <-r.answered:
+		r.record(&r.reqs[i])
 		return true
 	case <-r.expired:
 		for {
 			select {
-			case rep := <-r.replies:
-				r.record(rep)
+			case i := <-r.answered:
+				r.record(&r.reqs[i])
 			default:
 				return false
 			}
@@ -393,25 +397,26 @@ func (r *round) next() bool {
 	}
 }
 
-func (r *round) record(rep reply) {
+// record records the answer to q, which has returned.
+func (r *round) record(q *request) {
 	r.pending--
-	res := &r.results[rep.node]
-	res.Latency = rep.latency
-	if rep.err != nil {
-		res.Outcome, res.Err = Failed, rep.err
-		if refused(rep.err) {
+	res := &r.results[q.node]
+	res.Latency = q.latency
+	if q.err != nil {
+		res.Outcome, res.Err = Failed, q.err
+		if refused(q.err) {
 			res.Outcome = Refused
 		}
 		return
 	}
-	d := r.call.Decode(rep.val)
+	d := r.call.Decode(q.val)
 	res.Outcome, res.TTL, res.Fence, res.Err = Outcome(d.Status), d.TTL, d.Fence, d.Err
-	if rep.retried && res.Outcome == Absent {
+	if q.retry && res.Outcome == Absent {
 		// The failed try may have deleted the key itself.
 		res.Outcome = OK
 	}
 	if d.Status != wire.Failed {
-		r.decoded[rep.node] = d
+		r.decoded[q.node] = d
 	}
 	r.maxTTL = max(r.maxTTL, d.MaxTTL)
 	r.fence = max(r.fence, d.Fence)

@@ -112,7 +112,8 @@ func (c *Client) IntentTTL(ttl time.Duration) time.Duration {
 
 func (rw *RWLock) obtain(ctx context.Context, ttl time.Duration, kind wire.Kind, wait bool) (*Lock, error) {
 	c := rw.c
-	ks := keyset{Set: wire.Set{Name: rw.key, Kind: kind}}
+	ks := keyset{Set: wire.One(rw.key)}
+	ks.Kind = kind
 	bad := CheckKey(rw.key)
 	if kind == wire.Writer {
 		ks.Intent, ks.IntentTTL = newIntentID(), c.IntentTTL(ttl)

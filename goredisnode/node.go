@@ -31,7 +31,12 @@ import (
 // concurrent use by multiple goroutines.
 type Node struct {
 	c    redis.Scripter
+	p    processor // c, if it is one; nil otherwise
 	name string
+
+	// shas holds each script's digest as a command argument, made once:
+	// a *driver.Script → its SHA1 as an any.
+	shas sync.Map
 
 	// owned is the client Dial created, a *redis.Client or a
 	// *redis.ClusterClient, closed by Close; nil when the caller owns the
@@ -79,7 +84,14 @@ func New(c redis.Scripter, name string) *Node {
 	if name == "" {
 		name = deriveName(c)
 	}
-	return &Node{c: c, name: name}
+	p, _ := c.(processor)
+	return &Node{c: c, p: p, name: name}
+}
+
+// processor is a client that runs a command it is given, as
+// *redis.Client and *redis.ClusterClient do.
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
 // maxRedirects is how many MOVED and ASK redirections in a row the cluster
@@ -163,7 +175,7 @@ func Dial(rawURL string, opts ...DialOption) (*Node, error) {
 		copt.ContextTimeoutEnabled = true
 		copt.MaintNotificationsConfig = maint
 		c := redis.NewClusterClient(copt)
-		return &Node{c: c, name: joinAddrs(slices.Clone(copt.Addrs)), owned: c}, nil
+		return &Node{c: c, p: c, name: joinAddrs(slices.Clone(copt.Addrs)), owned: c}, nil
 	}
 	if opt.TLSConfig, err = o.Apply(opt.TLSConfig); err != nil {
 		return nil, fmt.Errorf("goredisnode: %w", err)
@@ -176,7 +188,7 @@ func Dial(rawURL string, opts ...DialOption) (*Node, error) {
 	opt.ContextTimeoutEnabled = true
 	opt.MaintNotificationsConfig = maint
 	c := redis.NewClient(opt)
-	return &Node{c: c, name: clientName(opt), owned: c}, nil
+	return &Node{c: c, p: c, name: clientName(opt), owned: c}, nil
 }
 
 // Name returns the name given to New, or the one derived from the client
@@ -203,17 +215,70 @@ func (n *Node) Client() redis.Scripter { return n.c }
 // returned as a *driver.ReplyError, whose text is the server's message (for
 // example "ERR ...") and which wraps the go-redis error, a [redis.Error].
 func (n *Node) Eval(ctx context.Context, script *driver.Script, keys, args []string) (any, error) {
-	return n.eval(ctx, script.SHA1(), script.Source(), keys, args)
+	if n.p == nil {
+		return n.eval(ctx, script.SHA1(), script.Source(), keys, args)
+	}
+	cmd := n.command(ctx, script, keys, args)
+	_ = n.p.Process(ctx, cmd) // the error is cmd's
+	if noScript(cmd) {
+		cmd = evalCommand(ctx, script, cmd.Args())
+		_ = n.p.Process(ctx, cmd)
+	}
+	return result(cmd)
 }
 
-// eval is Eval for the script src whose digest is sha.
+// eval is Eval for the script src whose digest is sha, through the
+// methods of a redis.Scripter, for a client that is not a processor.
 func (n *Node) eval(ctx context.Context, sha, src string, keys, args []string) (any, error) {
 	a := argv(args)
 	cmd := n.c.EvalSha(ctx, sha, keys, a...)
-	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+	if noScript(cmd) {
 		cmd = n.c.Eval(ctx, src, keys, a...)
 	}
 	return result(cmd)
+}
+
+// command returns the EVALSHA command of script with keys and args. It
+// is what the client's EvalSha makes, with the arguments put in place
+// once rather than twice (EvalSha takes them as ...any and copies them
+// after the keys), and the digest converted to an argument once per
+// script.
+func (n *Node) command(ctx context.Context, script *driver.Script, keys, args []string) *redis.Cmd {
+	sha, ok := n.shas.Load(script)
+	if !ok {
+		sha, _ = n.shas.LoadOrStore(script, any(script.SHA1()))
+	}
+	a := make([]any, 3+len(keys)+len(args))
+	a[0], a[1], a[2] = "evalsha", sha, len(keys)
+	for i, k := range keys {
+		a[3+i] = k
+	}
+	for i, v := range args {
+		a[3+len(keys)+i] = v
+	}
+	cmd := redis.NewCmd(ctx, a...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3) // for a cluster client: the slot is that of the first key
+	}
+	return cmd
+}
+
+// evalCommand returns the EVAL command that sends script's source in place
+// of the digest of the EVALSHA command whose arguments are a.
+func evalCommand(ctx context.Context, script *driver.Script, a []any) *redis.Cmd {
+	a = append([]any{"eval", script.Source()}, a[2:]...)
+	cmd := redis.NewCmd(ctx, a...)
+	if a[2] != 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	return cmd
+}
+
+// noScript reports whether cmd failed because the server does not have
+// its script cached.
+func noScript(cmd *redis.Cmd) bool {
+	err := cmd.Err()
+	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
 // EvalBatch runs every call as Eval would, in one pipeline: one write of
@@ -233,12 +298,13 @@ func (n *Node) EvalBatch(ctx context.Context, calls []driver.Call) {
 	cmds := make([]*redis.Cmd, len(calls))
 	pipe := p.Pipeline()
 	for i, c := range calls {
-		cmds[i] = pipe.EvalSha(ctx, c.Script.SHA1(), c.Keys, argv(c.Args)...)
+		cmds[i] = n.command(ctx, c.Script, c.Keys, c.Args)
+		_ = pipe.Process(ctx, cmds[i]) // queued; each command carries its own error
 	}
-	_, _ = pipe.Exec(ctx) // each command carries its own error
+	_, _ = pipe.Exec(ctx)
 	var again []int
 	for i, cmd := range cmds {
-		if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if noScript(cmd) {
 			again = append(again, i)
 			continue
 		}
@@ -249,8 +315,8 @@ func (n *Node) EvalBatch(ctx context.Context, calls []driver.Call) {
 	}
 	pipe = p.Pipeline()
 	for _, i := range again {
-		c := calls[i]
-		cmds[i] = pipe.Eval(ctx, c.Script.Source(), c.Keys, argv(c.Args)...)
+		cmds[i] = evalCommand(ctx, calls[i].Script, cmds[i].Args())
+		_ = pipe.Process(ctx, cmds[i])
 	}
 	_, _ = pipe.Exec(ctx)
 	for _, i := range again {

@@ -44,6 +44,24 @@ type Set struct {
 	Kind      Kind
 	Intent    string
 	IntentTTL time.Duration
+
+	// names holds, for one key made by One, the key, its fence counter
+	// and its marker, named once for every call of the lock.
+	names []string
+}
+
+// One returns the set of the one key, its records named once for all the
+// calls of a lock on it.
+func One(key string) Set {
+	return Set{Name: key, names: []string{key, FenceKey(key), MarkerKey(key)}}
+}
+
+// one returns a set of one key's key, fence counter and marker.
+func (s Set) one() []string {
+	if s.names != nil {
+		return s.names
+	}
+	return []string{s.Name, FenceKey(s.Name), MarkerKey(s.Name)}
 }
 
 // All returns the set's keys: the one key, or several; a semaphore's key.
@@ -86,7 +104,7 @@ func (s Set) Acquire(token string, ttl, quarantine, fenceTTL time.Duration) Call
 		c.Keys = append(s.slots(), MarkerKey(s.Name))
 		c.Args = append(args, strconv.Itoa(s.Permits), strconv.Itoa(mathrand.IntN(s.Permits)))
 	case s.Keys == nil:
-		c.Keys = []string{s.Name, FenceKey(s.Name), MarkerKey(s.Name)}
+		c.Keys = s.one()
 	default:
 		c.Script = acquireAllScript
 		c.Keys, c.Args = s.with(true, true), append(args, strconv.Itoa(len(s.Keys)))
@@ -112,7 +130,7 @@ func (s Set) Release(token string, fence int64, fenceTTL time.Duration) Call {
 	case s.Permits > 0:
 		return Call{Script: releasePermitScript, Keys: s.slots(), Args: append(args, strconv.Itoa(s.Permits), strconv.Itoa(s.Slot), s.Name), Decode: decodeReleasePermit}
 	case s.Keys == nil:
-		return Call{Script: releaseScript, Keys: []string{s.Name, FenceKey(s.Name)}, Args: args, Decode: decodeRelease}
+		return Call{Script: releaseScript, Keys: s.one()[:2], Args: args, Decode: decodeRelease}
 	}
 	return Call{Script: releaseAllScript, Keys: s.with(true, false), Args: append(args, strconv.Itoa(len(s.Keys))), Decode: decodeRelease}
 }

@@ -60,7 +60,11 @@ func FenceKey(key string) string {
 // process started, the largest TTL used on it and its replication ID, for
 // the locks in key's cluster slot. It hashes to the same slot as key.
 func MarkerKey(key string) string {
-	return markerPrefix + "{" + slotTag(Slot(key)) + "}"
+	var b [len(markerPrefix) + 6]byte
+	copy(b[:], markerPrefix+"{")
+	putSlotTag(b[len(markerPrefix)+1:], Slot(key))
+	b[len(b)-1] = '}'
+	return string(b[:])
 }
 
 // PermitKey returns the name of the lock key that holds slot i of the
@@ -180,6 +184,13 @@ var tagBase, tagInverse = tagSolver()
 
 // slotTag returns the four-byte tag of a slot.
 func slotTag(slot uint16) string {
+	var t [4]byte
+	putSlotTag(t[:], slot)
+	return string(t[:])
+}
+
+// putSlotTag writes the four-byte tag of slot into t.
+func putSlotTag(t []byte, slot uint16) {
 	var nibbles uint16
 	need := slot ^ tagBase // the wanted CRC has its top two bits zero
 	for b := range 16 {
@@ -187,11 +198,9 @@ func slotTag(slot uint16) string {
 			nibbles ^= tagInverse[b]
 		}
 	}
-	var t [4]byte
-	for i := range t {
+	for i := range 4 {
 		t[i] = '@' | byte(nibbles>>(4*i))&0xF
 	}
-	return string(t[:])
 }
 
 // tagSolver inverts the map from the tag's nibbles to its CRC by Gaussian

@@ -12,6 +12,10 @@
 //
 //	cd bench && go run ./cmd/scriptcost -n 100000 -reps 5
 //
+// Besides the scripts themselves, it measures them with parts left out
+// (quarantine off; the fence alone; the release without its fence
+// counter), to show what each part costs.
+//
 // It prints a Markdown table: µs per call of each repetition, and the
 // commands the script ran inside, with their µs per call and calls per
 // script.
@@ -84,9 +88,13 @@ func run() error {
 		{name: "SET NX PX (plain command; redsync's acquire)", keys: one},
 		{name: "a script that only does SET NX PX", script: "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])", keys: one, args: []any{token, "10000"}},
 		{name: "redlock acquire", script: src["acquire"], keys: lock, args: []any{token, "10000", "1", "100000"}, grants: true},
+		{name: "redlock acquire, quarantine off (no INFO replication)", script: src["acquire"], keys: lock, args: []any{token, "10000", "0", "100000"}, grants: true},
+		{name: "TIME, SET NX PX and the fence counter (acquire.lua without the node marker)", script: fenceOnly, keys: fenced, args: []any{token, "10000", "0", "100000"}, grants: true},
 		{name: "redlock extend", script: src["extend"], setup: true, keys: func(k string) []string { return []string{k, wire.MarkerKey(k)} }, args: []any{token, "10000"}},
 		{name: "redlock release (fence = the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "0", "100000"}},
 		{name: "redlock release (fence above the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "9000000000000000", "100000"}},
+		{name: "compare-and-delete and PUBLISH (release.lua without the fence counter)", script: `local v = redis.call("GET", KEYS[1])
+if v == ARGV[1] then redis.call("DEL", KEYS[1]); return redis.pcall("PUBLISH", "redlock:released:" .. KEYS[1], "") elseif v == false then return -1 else return 0 end`, setup: true, keys: one, args: []any{token}},
 		{name: "compare-and-delete (redsync's release)", script: `local v = redis.call("GET", KEYS[1])
 if v == ARGV[1] then return redis.call("DEL", KEYS[1]) elseif v == false then return -1 else return 0 end`, setup: true, keys: one, args: []any{token}},
 	}
@@ -107,6 +115,21 @@ if v == ARGV[1] then return redis.call("DEL", KEYS[1]) elseif v == false then re
 	}
 	return nil
 }
+
+// fenceOnly is acquire.lua less the node marker and its quarantine: what
+// the fence alone costs over SET NX PX.
+const fenceOnly = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+	local fence = now
+	local old = tonumber(redis.call('SET', KEYS[2], string.format('%d', now), 'PX', ARGV[4], 'GET'))
+	if old and old >= now then
+		fence = old + 1
+		redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[4])
+	end
+	return {1, fence}
+end
+return {0, redis.call('PTTL', KEYS[1])}`
 
 type measurer struct {
 	c       *redis.Client
