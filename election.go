@@ -50,14 +50,15 @@ func (c *Client) Election(key string, ttl time.Duration) *Election {
 //
 // Campaign waits as Lock does, woken when a leader resigns. Once it holds
 // the lock it records its term on the nodes; if a quorum does not confirm
-// that within the lock's validity, it gives the lock up and campaigns on.
-// The errors are those of Lock.
+// that within the lock's validity, it gives the lock up and campaigns on
+// after a pause as long as Lock's between rounds. The errors are those of
+// Lock.
 func (e *Election) Campaign(ctx context.Context, value string) (*Lock, error) {
 	bad := CheckKey(e.key)
 	if bad == nil {
 		bad = checkLabel("value", value)
 	}
-	ks := keyset{Set: wire.Set{Name: e.key}, owner: value}
+	ks := keyset{Set: wire.One(e.key), owner: value}
 	for {
 		l, err := e.c.obtain(ctx, ks, bad, e.ttl, true)
 		if err != nil {
@@ -69,6 +70,12 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Lock, error) {
 		}
 		// The lock ends by its TTL if this release fails too.
 		_ = l.Release(ctx)
+		// Nodes that could not record the term may still be failing:
+		// campaign again after the pause Lock makes between rounds, not
+		// at once.
+		if err := sleep(ctx, e.c.retryDelay()); err != nil {
+			return nil, &OpError{Op: "acquire", Key: e.key, Quorum: e.c.quorum, ctxErr: err}
+		}
 	}
 }
 
