@@ -182,9 +182,9 @@ type statusReport struct {
 	HeldOn   int    `json:"held_on,omitempty"` // held: nodes holding the holder's key
 	// TTLMillis is how long a quorum of nodes keeps the holder's key,
 	// as they answered; Ends the same as a time.
-	TTLMillis int64        `json:"ttl_ms,omitempty"`
-	Ends      *time.Time   `json:"ends,omitempty"`
-	Fence     int64        `json:"fence,omitempty"` // the largest fence counter
+	TTLMillis int64      `json:"ttl_ms,omitempty"`
+	Ends      *time.Time `json:"ends,omitempty"`
+	Fence     int64      `json:"fence,omitempty"` // the largest fence counter
 	// Readers are the readers of a read-write lock that hold on a
 	// quorum (shared), the one ending first first; WaitingWriters the
 	// most intents of waiting writers on a node (redlock.Inspection).
