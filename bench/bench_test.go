@@ -54,7 +54,7 @@ func TestSmoke(t *testing.T) {
 	cells := cfg.cells()
 	want := 0
 	for _, c := range cells {
-		if coordination(c.Workload) {
+		if ownOnly(c.Workload) {
 			want += 2 // this module's adapters only, without n/a rows
 		} else {
 			want += len(Libraries())
@@ -118,6 +118,7 @@ func TestSmoke(t *testing.T) {
 	for _, want := range append([]string{"#### W1", "#### W2", "| n/a |", "zero lost updates in every W2 cell",
 		"#### SEM", "| 3 | 3 | 2 | redlock/rueidis |", "| 1 | 3 | lock | redlock/go-redis |", "#### ELECT", "| 3 | 3 | redlock/go-redis |",
 		"SEM and ELECT: never more than n permits or one leader at once",
+		"#### RW", "| 3 | 3 | rwlock | redlock/go-redis |", "| 1 | 3 | lock | redlock/rueidis |", "RW: readers share and writers exclude",
 		"| 1 (cluster) | 2 | bsm/redislock |", "#### Commands per lock+release", "no extra round trip on a cluster"}, Libraries()...) {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report has no %q:\n%s", want, md)

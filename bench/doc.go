@@ -109,6 +109,23 @@
 // two workloads uses keys of its own, so that what a slice cut short
 // leaves behind does not hold up the next.
 //
+// RW, the read-mostly mix, measures the read-write lock, which no peer
+// offers over N masters either: G goroutines (Config.Contenders) share
+// one client, as W1's do, and take one key in turn, one operation in 20
+// as its writer (RWLock.Lock) and the others as readers (RWLock.RLock),
+// each goroutine starting at its own offset so that the writes are
+// spread; each hold is released at once. The cell beside it (Cell.Mutex,
+// "lock") runs the same operations with a plain Client.Lock of the key,
+// every one exclusive. A read or a write is timed from the call to its
+// return, the wait behind the other kind included. Holding, a goroutine
+// checks the hold against the others': a writer beside any other holder,
+// a reader beside a writer, a writer's fence not above every fence seen
+// before, or a reader's below the last writer's are violations, which
+// must be 0. The row gives the pairs per second, reads and writes
+// together, the ratio to the Lock's, and the latencies of each kind.
+// Each slice uses a key of its own, so that a writer's intent left by a
+// wait cut short does not slow the next slice's readers.
+//
 // # The realistic network
 //
 // On loopback every server answers in the same few microseconds, which

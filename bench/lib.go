@@ -70,7 +70,7 @@ func DefaultLibraries() []string {
 // elections, and the quorum floor, which does not lock, runs W1 only.
 func supports(lib string, c Cell) bool {
 	switch {
-	case coordination(c.Workload):
+	case ownOnly(c.Workload):
 		return lib == LibRedlockGoRedis || lib == LibRedlockRueidis
 	case lib == LibQuorumFloor:
 		return c.Workload == W1

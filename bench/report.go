@@ -73,6 +73,11 @@ type Row struct {
 	NoLeader        uint64    // reads that found no leader
 	ReadsPerSec     float64
 	Read            latencies // Leader latency
+
+	// RW only (Violations too): the pairs of each kind, and the
+	// acquisitions' latencies of each kind; Acquire has both.
+	ReadOps, WriteOps         uint64
+	ReadAcquire, WriteAcquire latencies
 }
 
 // A Report is the result of a run.
@@ -135,7 +140,11 @@ func (r *Report) Failures() error {
 			errs = append(errs, fmt.Errorf("%s %s: %d lost updates", row.Cell, row.Library, row.LostUpdates))
 		}
 		if row.Violations > 0 {
-			errs = append(errs, fmt.Errorf("%s %s: %d violations (at most %d held at once, with rising fences)", row.Cell, row.Library, row.Violations, row.Cell.limit()))
+			rule := fmt.Sprintf("at most %d held at once, with rising fences", row.Cell.limit())
+			if row.Cell.Workload == RW {
+				rule = rwRule
+			}
+			errs = append(errs, fmt.Errorf("%s %s: %d violations (%s)", row.Cell, row.Library, row.Violations, rule))
 		}
 	}
 	return errors.Join(errs...)
@@ -295,7 +304,7 @@ func (r *Report) Targets() []Target {
 		ts = append(ts, Target{Target: "SEM and ELECT: never more than n permits or one leader at once, fences and terms rising", Library: "all",
 			Measured: fmt.Sprintf("%d violations in %d library-cells", bad, cells), Met: bad == 0})
 	}
-	return ts
+	return append(ts, r.rwTargets()...)
 }
 
 // limit is how many may hold at once in a Sem or Elect cell: the
@@ -383,6 +392,8 @@ func (row Row) progress() string {
 	case Sem:
 		fmt.Fprintf(&b, "  held mean %.2f max %d busiest %.1f%% least %.1f%% cut-off %d violations %d",
 			row.MeanHeld, row.MaxHeld, 100*row.BusiestShare, 100*row.LeastShare, row.CutOff, row.Violations)
+	case RW:
+		row.rwProgress(&b)
 	case Elect:
 		fmt.Fprintf(&b, "  handovers %.1f/s (to another %.1f/s) p50 %s p99 %s  Leader() p50 %s p99 %s  violations %d",
 			row.HandoversPerSec, row.CrossPerSec, fmtDur(row.Handover.P50), fmtDur(row.Handover.P99),
@@ -444,11 +455,13 @@ func (r *Report) Markdown() string {
 		}
 	}
 
-	var w1, w2, sem, elect []Row
+	var w1, w2, sem, elect, rw []Row
 	for _, row := range r.Rows {
 		switch row.Cell.Workload {
 		case W1:
 			w1 = append(w1, row)
+		case RW:
+			rw = append(rw, row)
 		case Sem:
 			sem = append(sem, row)
 		case Elect:
@@ -544,6 +557,7 @@ func (r *Report) Markdown() string {
 				row.Violations, row.Errors+row.GaveUp)
 		}
 	}
+	r.rwMarkdown(&b, rw)
 	if len(r.NetCells) > 0 {
 		b.WriteString("\n#### Network\n\n" +
 			"What the simulated network did while each cell ran, its libraries' warm-up included: the segments the clients sent, " +

@@ -40,7 +40,7 @@ const (
 
 // Workloads returns the names of every workload, in the order a full run
 // runs them.
-func Workloads() []string { return []string{W1, W2, W2Shared, Sem, Elect} }
+func Workloads() []string { return []string{W1, W2, W2Shared, Sem, Elect, RW} }
 
 // coordination reports whether w is Sem or Elect, the workloads of the
 // primitives that only this module offers.
@@ -178,7 +178,7 @@ func (cfg *Config) validate() error {
 	if cfg.CountPairs < 0 {
 		errs = append(errs, fmt.Errorf("bad number of pairs to count %d", cfg.CountPairs))
 	}
-	if slices.ContainsFunc(cfg.Workloads, contended) && cfg.Contenders < 1 {
+	if slices.ContainsFunc(cfg.Workloads, func(w string) bool { return contended(w) || w == RW }) && cfg.Contenders < 1 {
 		errs = append(errs, fmt.Errorf("bad number of contenders %d", cfg.Contenders))
 	}
 	if slices.Contains(cfg.Workloads, Sem) {
@@ -215,6 +215,8 @@ type Cell struct {
 	// Cluster says that the one node (N = 1) is the Redis Cluster at
 	// Config.ClusterAddrs.
 	Cluster bool
+	// Mutex makes an RW cell's every operation a plain Lock, to compare.
+	Mutex bool
 }
 
 // String names the cell, as in "W1 N=5 G=64", "W2 N=5 G=16 tuned", on
@@ -229,6 +231,8 @@ func (c Cell) String() string {
 		return fmt.Sprintf("%s N=%d G=%d n=%d", c.Workload, c.N, c.G, c.Permits)
 	case Elect:
 		return fmt.Sprintf("%s N=%d C=%d", c.Workload, c.N, c.G)
+	case RW:
+		return c.rwString()
 	}
 	s := fmt.Sprintf("%s N=%d G=%d", c.Workload, c.N, c.G)
 	if c.Cluster {
@@ -262,6 +266,10 @@ func (cfg *Config) cells() []Cell {
 					cells = append(cells, Cell{Workload: w, N: n, G: cfg.Contenders, Permits: p})
 				}
 			}
+			continue
+		}
+		if w == RW {
+			cells = append(cells, cfg.rwCells()...)
 			continue
 		}
 		add := func(n int, cluster bool) {
@@ -407,6 +415,7 @@ type libRun struct {
 	readerState *gstate
 	slices      int
 	violations  uint64
+	rws         []*rwWorker // RW only
 	maxHeld     int32
 	handovers   uint64
 }
@@ -449,7 +458,7 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 	}
 	for _, lib := range cfg.Libraries {
 		i := slices.IndexFunc(runs, func(lr *libRun) bool { return lr.lib == lib })
-		if i < 0 && coordination(c.Workload) {
+		if i < 0 && ownOnly(c.Workload) {
 			continue // no peer offers these: no n/a rows
 		}
 		if i < 0 {
@@ -471,6 +480,9 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 func newLibRun(ctx context.Context, lib string, c Cell, t target, s settings) (*libRun, error) {
 	if coordination(c.Workload) {
 		return newCoordRun(ctx, lib, c, t, s)
+	}
+	if c.Workload == RW {
+		return newRWRun(ctx, lib, c, t, s)
 	}
 	lr := &libRun{lib: lib, cell: c}
 	nclients := 1
@@ -578,6 +590,7 @@ func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 		}()
 	}
 	cs := lr.startCoord(lockCtx, &ready, &done, start, &stop)
+	rs := lr.startRW(lockCtx, &ready, &done, start, &stop)
 	ready.Wait()
 	halt := func() {
 		stop.Store(true)
@@ -627,6 +640,9 @@ func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 		lr.maxHeld = max(lr.maxHeld, cs.maxHeld.Load())
 		lr.handovers += cs.handovers.Load()
 		lr.cross += cs.cross.Load()
+	}
+	if rs != nil {
+		lr.violations += rs.violations.Load()
 	}
 	return nil
 }
@@ -769,6 +785,9 @@ func (lr *libRun) row() Row {
 	}
 	if coordination(lr.cell.Workload) {
 		lr.coordRow(&r, secs)
+	}
+	if lr.cell.Workload == RW {
+		lr.rwRow(&r)
 	}
 	if contended(lr.cell.Workload) {
 		r.Acquisitions = lr.acquired

@@ -211,7 +211,8 @@ run [flags] KEY -- COMMAND, and elect [flags] KEY -- COMMAND:
                   campaigning
 
 inspect KEY, and status KEY (with --permits, the largest of the slots'):
-  0        the lock is held, free or split (with --permits: every slot is)
+  0        the lock is held, shared, free or split (with --permits: every
+           slot is held, free or split)
   64       also for --permits out of range
   69       too few nodes answered to tell
 

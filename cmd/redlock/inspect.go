@@ -38,6 +38,9 @@ password). 'redlock inspect' and 'redlock status' are the same command.
 The first line is the verdict:
   HELD     one holder's key is on a quorum of the nodes; the line says when
            the lock ends unless its holder extends it
+  SHARED   readers of the read-write lock KEY ('redlock run --read') hold
+           it, each on a quorum, and no writer does; a line per reader
+           follows, with its ID, owner and when it ends
   FREE     no node that answered holds the key, and a quorum answered
   SPLIT    some nodes hold keys, but no holder has a quorum: an acquisition
            under way, acquisitions that contend, or what a failed, lost or
@@ -52,6 +55,11 @@ label the holder gave ('redlock run --owner'; by default its host name and
 process ID). The fence counter is the last fencing token the node handed
 out for KEY: the next holder's fence is greater. Inspecting changes no lock;
 like every lock client, it may write a node's restart marker.
+
+For a read-write lock, a writer ('redlock run --write') is a holder like
+any other, and two more columns count each node's live readers and the
+writers waiting (a waiting writer keeps new readers out); a line says how
+many writers wait when any do.
 
 A lock whose holder is gone but whose keys stay (a hung process, or a long
 TTL) can be removed with 'redlock release --force KEY'.
@@ -69,9 +77,11 @@ stuck permit can be freed with 'redlock release --force --permits N --slot
 I KEY'.
 
 With --json the report is a JSON object for scripts: key, state (held,
-free, split or unknown), quorum, answered, holder, owner, held_on, ttl_ms,
-ends and fence, and for each node: node, state, answered, held, holder,
-owner, ttl_ms, fence, and error or read_error when it has one. With
+free, split, shared or unknown), quorum, answered, holder, owner, held_on,
+ttl_ms, ends, fence, readers (each with id, owner, ttl_ms and ends) and
+waiting_writers, and for each node: node, state, answered, held, holder,
+owner, ttl_ms, fence, readers (id, owner, ttl_ms), waiting_writers, and
+error or read_error when it has one. With
 --permits it is an object with key, permits, held and free (the numbers of
 held and free slots) and slots: for each slot, slot 0 first, its number in
 slot and the report of a lock, whose key is the slot's own
@@ -79,7 +89,8 @@ slot and the report of a lock, whose key is the slot's own
 
 Exit status (with --permits, the largest of the slots' statuses; see also
 'redlock help exit-codes'):
-  0       the lock is held, free or split (with --permits: every slot is)
+  0       the lock is held, shared, free or split (with --permits: every
+          slot is held, free or split)
   64      usage error: bad flags, arguments or node URLs, or --permits out
           of range
   69      too few nodes answered to tell
@@ -140,10 +151,24 @@ type nodeStatus struct {
 	Owner            string     `json:"owner,omitempty"`  // the holder's owner label
 	TTLMillis        int64      `json:"ttl_ms,omitempty"` // the key's remaining time to live
 	Fence            int64      `json:"fence,omitempty"`  // the fence counter
-	ReadError        string     `json:"read_error,omitempty"`
+	// The live readers of a read-write lock on the key, and the intents
+	// of waiting writers (see redlock.KeyView).
+	Readers   []readerStatus `json:"readers,omitempty"`
+	Intents   int            `json:"waiting_writers,omitempty"`
+	ReadError string         `json:"read_error,omitempty"`
 
 	readErr error // the read's error, for refusal hints and exit statuses
 	refused bool  // the node refused the read
+}
+
+// A readerStatus is one reader of a read-write lock: in a report, one
+// that holds on a quorum, with Ends; on a node, one live there. Never its
+// token.
+type readerStatus struct {
+	ID        string     `json:"id"`              // its REDLOCK_LOCK_ID
+	Owner     string     `json:"owner,omitempty"` // its owner label
+	TTLMillis int64      `json:"ttl_ms"`          // how long it holds: on a quorum, or on the node
+	Ends      *time.Time `json:"ends,omitempty"`  // in a report: when fewer than a quorum will hold it
 }
 
 // A statusReport is the whole output of inspect (and status).
@@ -157,10 +182,15 @@ type statusReport struct {
 	HeldOn   int    `json:"held_on,omitempty"` // held: nodes holding the holder's key
 	// TTLMillis is how long a quorum of nodes keeps the holder's key,
 	// as they answered; Ends the same as a time.
-	TTLMillis int64        `json:"ttl_ms,omitempty"`
-	Ends      *time.Time   `json:"ends,omitempty"`
-	Fence     int64        `json:"fence,omitempty"` // the largest fence counter
-	Nodes     []nodeStatus `json:"nodes"`
+	TTLMillis int64      `json:"ttl_ms,omitempty"`
+	Ends      *time.Time `json:"ends,omitempty"`
+	Fence     int64      `json:"fence,omitempty"` // the largest fence counter
+	// Readers are the readers of a read-write lock that hold on a
+	// quorum (shared), the one ending first first; WaitingWriters the
+	// most intents of waiting writers on a node (redlock.Inspection).
+	Readers        []readerStatus `json:"readers,omitempty"`
+	WaitingWriters int            `json:"waiting_writers,omitempty"`
+	Nodes          []nodeStatus   `json:"nodes"`
 
 	err error // why the state is unknown (redlock.Inspection.Err)
 }
@@ -408,6 +438,15 @@ func newReport(ins *redlock.Inspection, quorum int, states []redlock.NodeState, 
 		if v.Held {
 			n.Holder, n.Owner, n.TTLMillis = v.Holder, v.Owner, v.TTL.Milliseconds()
 		}
+		for _, rv := range v.Readers {
+			n.Readers = append(n.Readers, readerStatus{ID: rv.ID, Owner: rv.Owner, TTLMillis: rv.TTL.Milliseconds()})
+		}
+		n.Intents = v.Intents
+	}
+	rep.WaitingWriters = ins.WaitingWriters
+	for _, rh := range ins.Readers {
+		ends := rh.Ends
+		rep.Readers = append(rep.Readers, readerStatus{ID: rh.ID, Owner: rh.Owner, TTLMillis: max(ends.Sub(now), 0).Milliseconds(), Ends: &ends})
 	}
 	if ins.State == redlock.KeyHeld {
 		rep.Holder, rep.Owner = ins.Holder, ins.Owner
@@ -442,7 +481,7 @@ func (rep *statusReport) refusal() *redlock.OpError {
 }
 
 // reportStatus returns the exit status of a report, as an error: nil when
-// the lock is held, free or split; 77 or 78 when refusals left too few
+// the lock is held, shared, free or split; 77 or 78 when refusals left too few
 // answers; 69 when too few nodes answered otherwise. The report has said
 // why.
 func reportStatus(rep *statusReport) error {
@@ -466,16 +505,29 @@ func printReport(w io.Writer, rep *statusReport, now time.Time) {
 func printReportOf(w io.Writer, subject string, rep *statusReport, now time.Time) {
 	total := len(rep.Nodes)
 	holding, longest := 0, int64(0)
+	rw := rep.WaitingWriters > 0 // a read-write lock's readers or intents are on some node
 	for _, n := range rep.Nodes {
-		if n.Held {
+		if n.Held || len(n.Readers) > 0 {
 			holding++
+		}
+		if n.Held {
 			longest = max(longest, n.TTLMillis)
 		}
+		for _, r := range n.Readers {
+			longest = max(longest, r.TTLMillis)
+		}
+		rw = rw || len(n.Readers) > 0 || n.Intents > 0
 	}
 	switch rep.State {
 	case "held":
 		fmt.Fprintf(w, "%s: HELD by %s%s on %d of %d nodes (quorum %d); expires in %v unless extended\n",
 			subject, rep.Holder, ownerText(rep.Owner), rep.HeldOn, total, rep.Quorum, millisDur(rep.TTLMillis))
+	case "shared":
+		fmt.Fprintf(w, "%s: SHARED by %d readers, each on a quorum of the %d nodes (quorum %d); the first ends in %v unless extended\n",
+			subject, len(rep.Readers), total, rep.Quorum, millisDur(rep.Readers[0].TTLMillis))
+		for _, r := range rep.Readers {
+			fmt.Fprintf(w, "  reader %s%s: ends in %v\n", r.ID, ownerText(r.Owner), millisDur(r.TTLMillis))
+		}
 	case "free":
 		fmt.Fprintf(w, "%s: FREE (%d of %d nodes answered, quorum %d)\n", subject, rep.Answered, total, rep.Quorum)
 	case "split":
@@ -489,12 +541,19 @@ func printReportOf(w io.Writer, subject string, rep *statusReport, now time.Time
 	default:
 		fmt.Fprintf(w, "%s: UNKNOWN: only %d of %d nodes answered, and %d are needed to tell\n", subject, rep.Answered, total, rep.Quorum)
 	}
+	if rep.WaitingWriters > 0 {
+		fmt.Fprintf(w, "writers waiting: %d (new readers wait until they have had their turn)\n", rep.WaitingWriters)
+	}
 	if rep.Fence > 0 {
 		fmt.Fprintf(w, "fence counter: %d (the next holder's fence will be greater)\n", rep.Fence)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tHOLDER\tOWNER\tTTL\tFENCE\tSTATE")
+	rwHead := ""
+	if rw {
+		rwHead = "\tREADERS\tWAITING"
+	}
+	fmt.Fprintln(tw, "NODE\tHOLDER\tOWNER\tTTL"+rwHead+"\tFENCE\tSTATE")
 	var hints []string
 	for _, n := range rep.Nodes {
 		holder, owner, ttl, fence := "-", "-", "-", "-"
@@ -512,7 +571,15 @@ func printReportOf(w io.Writer, subject string, rep *statusReport, now time.Time
 		if n.Fence > 0 {
 			fence = fmt.Sprint(n.Fence)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Node, holder, owner, ttl, fence, nodeText(n, now))
+		rwCols := ""
+		switch {
+		case !rw:
+		case !n.Answered:
+			rwCols = "\t?\t?"
+		default:
+			rwCols = fmt.Sprintf("\t%d\t%d", len(n.Readers), n.Intents)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\n", n.Node, holder, owner, ttl, rwCols, fence, nodeText(n, now))
 		if h := refusalHint(n.readErr); n.refused && h != "" && !slices.Contains(hints, h) {
 			hints = append(hints, h)
 		}

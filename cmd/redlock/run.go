@@ -30,6 +30,8 @@ type runFlags struct {
 	owner     string // the owner label; elect's --value
 	ownerFlag string // "owner", or "value" for elect
 	permits   int    // --permits: a permit of a semaphore instead of the lock; 0 for the lock
+	read      bool   // --read: a reader's shared hold of the read-write lock KEY
+	write     bool   // --write: the writer's hold of the read-write lock KEY
 }
 
 // register adds the flags that run and elect share; noun names what they
@@ -93,6 +95,15 @@ is, and everything below applies to it. Every user of the semaphore must
 give the same N. The semaphore's keys are not the lock's: 'run KEY' and
 'run --permits 1 KEY' do not exclude each other.
 
+With --read, run holds a reader's share of the read-write lock KEY: any
+number of --read commands run side by side, and none while a --write
+command runs. --write holds the lock alone, as the plain form does, and
+shuts out --read commands too; a --write that waits keeps new readers out
+until its turn. Use --write, not the plain form, beside --read commands:
+the plain form does not wait for readers already holding. A reader's
+REDLOCK_FENCE is at least the last writer's, a writer's above every
+earlier reader's and writer's.
+
 COMMAND gets three variables in its environment: REDLOCK_KEY, the key;
 REDLOCK_FENCE, the lock's fencing token: a number greater than that of every
 earlier holder of KEY, so a resource that rejects writes with a smaller
@@ -142,7 +153,11 @@ Exit status (see also 'redlock help exit-codes'):
       -- sh -c 'psql -c "select apply_batch($REDLOCK_FENCE)"'
 
   # At most 4 transcodes at once across the hosts; the slot names a scratch dir.
-  redlock run --permits 4 transcode -- sh -c './transcode.sh --tmp /scratch/$REDLOCK_SLOT'`,
+  redlock run --permits 4 transcode -- sh -c './transcode.sh --tmp /scratch/$REDLOCK_SLOT'
+
+  # Exports side by side; a rebuild alone, once the running exports end.
+  redlock run --read catalog -- ./export-catalog.sh
+  redlock run --write catalog -- ./rebuild-catalog.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("missing KEY and COMMAND: redlock run [flags] KEY -- COMMAND [ARGS...]")
@@ -156,14 +171,17 @@ Exit status (see also 'redlock help exit-codes'):
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("permits") {
-				if err := checkPermits(rf.permits); err != nil {
-					return err
-				}
+			if err := checkRunMode(rf, cmd.Flags().Changed("permits")); err != nil {
+				return err
 			}
 			r := &runner{flags: rf, nf: nf, stderr: cmd.ErrOrStderr(), key: key, argv: argv, target: lockTarget}
-			if rf.permits > 0 {
+			switch {
+			case rf.permits > 0:
 				r.target = semaphoreTarget
+			case rf.read:
+				r.target = readTarget
+			case rf.write:
+				r.target = writeTarget
 			}
 			return r.run()
 		},
@@ -173,9 +191,31 @@ Exit status (see also 'redlock help exit-codes'):
 	rf.register(f, "lock")
 	f.StringVar(&rf.owner, "owner", "", fmt.Sprintf("a label saying who holds the lock, which 'redlock inspect' shows: at most %d bytes, no control characters (default: host:pid)", redlock.MaxOwnerLen))
 	f.IntVar(&rf.permits, "permits", 0, fmt.Sprintf("hold one of this many permits of the semaphore KEY instead of the lock KEY: from 1 to %d", redlock.MaxPermits))
+	f.BoolVar(&rf.read, "read", false, "hold a reader's share of the read-write lock KEY: --read commands run side by side, never beside a --write one")
+	f.BoolVar(&rf.write, "write", false, "hold the read-write lock KEY as its writer: alone, with no --read or other --write command beside it")
 	cmd.RegisterFlagCompletionFunc("owner", noArgsCompletion)
 	cmd.RegisterFlagCompletionFunc("permits", noArgsCompletion)
 	return cmd
+}
+
+// checkRunMode returns a usage error for flags of run that choose what to
+// hold and do not go together: --read with --write, or either with
+// --permits; and for a number of permits out of range, when --permits
+// was given.
+func checkRunMode(rf *runFlags, permitsGiven bool) error {
+	switch {
+	case rf.read && rf.write:
+		return usagef("--read and --write exclude each other: --read shares the read-write lock KEY with other readers, --write holds it alone")
+	case permitsGiven && (rf.read || rf.write):
+		mode := "--read"
+		if rf.write {
+			mode = "--write"
+		}
+		return usagef("--permits and %s do not go together: --permits holds a permit of the semaphore KEY, %s a hold of the read-write lock KEY", mode, mode)
+	case permitsGiven:
+		return checkPermits(rf.permits)
+	}
+	return nil
 }
 
 // A runner runs one command while holding a target: a lock, a permit of a
@@ -261,6 +301,55 @@ func semaphoreTarget(r *runner, c *redlock.Client) *target {
 				"REDLOCK_SLOT=" + strconv.Itoa(p.Slot()), "REDLOCK_PERMITS=" + strconv.Itoa(n)}, nil
 		},
 	}
+}
+
+// readTarget is a reader's share of the read-write lock KEY, for run
+// --read.
+func readTarget(r *runner, c *redlock.Client) *target {
+	return rwTarget(r, c, false)
+}
+
+// writeTarget is the writer's hold of the read-write lock KEY, for run
+// --write.
+func writeTarget(r *runner, c *redlock.Client) *target {
+	return rwTarget(r, c, true)
+}
+
+// rwTarget is a hold of the read-write lock KEY: the writer's, or a
+// reader's. Its variables are those of the lock.
+func rwTarget(r *runner, c *redlock.Client, write bool) *target {
+	key, ttl := r.key, r.flags.ttl
+	rw := c.RWLock(key)
+	tg := &target{
+		what:  fmt.Sprintf("the lock %q for reading", key),
+		verb:  "acquired",
+		busy:  fmt.Sprintf("the lock %q is held by a writer, or a writer waits for it", key),
+		taken: func() string { return "a writer holds it or waits for it" },
+	}
+	if write {
+		tg.what = fmt.Sprintf("the lock %q for writing", key)
+		tg.busy = fmt.Sprintf("the lock %q is held by readers or another writer", key)
+		tg.taken = func() string { return "it is held by readers or another writer" }
+	}
+	tg.obtain = func(ctx context.Context, once bool) (*redlock.Lock, []string, error) {
+		var l *redlock.Lock
+		var err error
+		switch {
+		case write && once:
+			l, err = rw.TryLock(ctx, ttl)
+		case write:
+			l, err = rw.Lock(ctx, ttl)
+		case once:
+			l, err = rw.TryRLock(ctx, ttl)
+		default:
+			l, err = rw.RLock(ctx, ttl)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return l, []string{"REDLOCK_KEY=" + key, "REDLOCK_FENCE=" + strconv.FormatInt(l.Fence(), 10), "REDLOCK_LOCK_ID=" + l.ID()}, nil
+	}
+	return tg
 }
 
 // say prints a message on stderr unless --quiet was given.

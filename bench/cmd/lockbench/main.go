@@ -24,6 +24,12 @@
 //
 //	go run ./cmd/lockbench -workloads SEM,ELECT -n 1,5 -cluster=false -count 0
 //
+// The read-write lock, a read-mostly mix (RW): 16 goroutines sharing one
+// client on one key, 95% reads and 5% writes, beside a plain Lock doing
+// the same operations, on five servers:
+//
+//	go run ./cmd/lockbench -workloads RW -n 5 -cluster=false -count 0
+//
 // The commands each library's lock+release costs the servers, counted
 // over 20,000 pairs, without any cell:
 //
@@ -96,7 +102,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		libs       = fs.String("libs", strings.Join(def.Libraries, ","), libsHelp)
 		nodes      = fs.String("n", ints(def.Nodes), "numbers of nodes, N")
 		goroutines = fs.String("g", ints(def.Goroutines), "numbers of goroutines of W1, G")
-		contenders = fs.Int("contenders", def.Contenders, "number of contenders of W2")
+		contenders = fs.Int("contenders", def.Contenders, "number of contenders of W2 and SEM, and of goroutines of RW")
 		retries    = fs.String("retry", "default,tuned", "retry settings of W2: default, tuned")
 		permits    = fs.String("permits", permitList(def.Permits), "numbers of permits of SEM's semaphore; lock (or 0): a plain Lock, to compare")
 		candidates = fs.Int("candidates", def.Candidates, "number of candidates of ELECT")
@@ -314,6 +320,15 @@ lockbench starts redis-server processes on loopback ports (and a Redis
 Cluster of 3 masters unless -cluster=false), measures this module's client
 side by side with redsync, bsm/redislock and a raw go-redis floor, and
 writes a Markdown report (see BENCHMARKS.md at the root of the repository).
+
+RW is a read-mostly mix on a read-write lock, this module's client only:
+-contenders goroutines share one client and take one key in turn, one
+operation in 20 as its writer (RWLock.Lock) and the others as readers
+(RWLock.RLock), releasing each at once; the cell beside it runs the same
+operations with a plain Lock. The report gives pairs/s, the ratio to the
+Lock's, and read and write latencies:
+
+  lockbench -workloads RW -n 5 -cluster=false -count 0
 
 -net realistic puts a delay proxy in front of each server, all in a second
 process: each server gets a base round trip, spread evenly over -net-rtt
