@@ -57,7 +57,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -206,7 +205,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			cl, clusterErr = redistest.NewCluster(clusterMasters, redistest.Config{})
 		}
 	}()
-	servers, err := startServers(nservers)
+	servers, err := bench.StartServers(nservers)
 	<-formed
 	defer func() {
 		for _, s := range servers {
@@ -255,12 +254,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// one, so a slot first used now may take the server for up to 2s
 		// younger than it is: the wait covers that too.
 		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "lockbench: waiting %v for the fresh servers to age past the TTL of %v (restart quarantine is on)\n", cfg.TTL+slotAgeSlack, cfg.TTL)
+			fmt.Fprintf(cfg.Progress, "lockbench: waiting %v for the fresh servers to age past the TTL of %v (restart quarantine is on)\n", cfg.TTL+bench.SlotAgeSlack, cfg.TTL)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(cfg.TTL + slotAgeSlack):
+		case <-time.After(cfg.TTL + bench.SlotAgeSlack):
 		}
 	}
 
@@ -289,7 +288,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if rep == nil {
 		return runErr
 	}
-	rep.Command = command(args)
+	rep.Command = bench.CommandLine("lockbench", args)
 	md := rep.Markdown()
 	fmt.Fprint(stdout, md)
 	if runErr != nil {
@@ -333,23 +332,6 @@ Flags:
 // clusterMasters is the number of masters of the cluster.
 const clusterMasters = 3
 
-// slotAgeSlack is how much younger than it is a server may seem to a hash
-// slot whose record is made now (see the wait for the TTL in run).
-const slotAgeSlack = 2 * time.Second
-
-// startServers starts n redis-server processes on loopback ports at once.
-// It returns those that started even when some did not.
-func startServers(n int) ([]*redistest.Server, error) {
-	servers := make([]*redistest.Server, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { servers[i], errs[i] = redistest.New(redistest.Config{}) })
-	}
-	wg.Wait()
-	return servers, errors.Join(errs...)
-}
-
 func writeHeapProfile(path string) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -360,19 +342,6 @@ func writeHeapProfile(path string) error {
 		return err
 	}
 	return f.Close()
-}
-
-// command returns the command line as one would type it at the root of
-// the repository.
-func command(args []string) string {
-	words := []string{"cd bench && go run ./cmd/lockbench"}
-	for _, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t'\"$") {
-			a = strconv.Quote(a)
-		}
-		words = append(words, a)
-	}
-	return strings.Join(words, " ")
 }
 
 // explicit reports whether the flag name was set on the command line.
