@@ -53,6 +53,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -89,9 +90,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	libsHelp := "libraries to compare, comma-separated: " + strings.Join(bench.Libraries(), ", ") +
 		" (redsync/failfast: redsync with WithFailFast(true); quorum floor: W1 only, not a lock: SET and DEL on every node, each call ending at the quorum-th reply)"
 	var (
-		duration   = fs.Duration("duration", def.Duration, "measured time of each library in each cell, split into -reps interleaved slices")
-		reps       = fs.Int("reps", def.Reps, "number of interleaved slices per cell")
-		workloads  = fs.String("workloads", strings.Join(def.Workloads, ","), "workloads to run: W1, W2 (a client per contender), W2s (one client shared), SEM (a semaphore), ELECT (an election)")
+		duration  = fs.Duration("duration", def.Duration, "measured time of each library in each cell, split into -reps interleaved slices")
+		reps      = fs.Int("reps", def.Reps, "number of interleaved slices per cell")
+		workloads = fs.String("workloads", strings.Join(def.Workloads, ","), "workloads to run: W1, W2 (a client per contender), W2s (one client shared), SEM (a semaphore), ELECT (an election); "+
+			"and, not in a full run, KEYS (server memory per distinct key, see -keys) and WAITERS (client memory per waiting goroutine, see -waiters)")
 		libs       = fs.String("libs", strings.Join(def.Libraries, ","), libsHelp)
 		nodes      = fs.String("n", ints(def.Nodes), "numbers of nodes, N")
 		goroutines = fs.String("g", ints(def.Goroutines), "numbers of goroutines of W1, G")
@@ -112,6 +114,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		netNode    = fs.Int("net-stall-node", defNet.StallNode, "-net realistic: the server that stalls, from 1 (the first has the shortest round trip); 0: none")
 		clusterG   = fs.String("cluster-g", ints(def.ClusterGoroutines), "numbers of goroutines of W1 on the cluster")
 		count      = fs.Int("count", def.CountPairs, "lock+release pairs per library for counting the commands the servers run, on one server and on the cluster; 0 counts nothing")
+		keys       = fs.String("keys", ints(def.Keys), "KEYS: numbers of distinct keys locked at once, each on a fresh server")
+		retention  = fs.String("fence-retention", retentionList(def.FenceRetentions), "KEYS: Options.FenceRetention of each measurement (default: the client's default)")
+		waiters    = fs.String("waiters", ints(def.Waiters), "WAITERS: numbers of goroutines waiting in Lock, on the first of -n servers")
+		jsonOut    = fs.String("json", "", "file to write the report into as JSON, for -plot")
+		svgDir     = fs.String("svg", "", "directory to draw the report's plots into as SVG files (with -plot: those reports' plots)")
+		plotFrom   = fs.String("plot", "", "comma-separated JSON reports (-json) to draw plots from with -svg, without running anything")
 		out        = fs.String("out", "", "file to write the report into, between the lockbench markers (e.g. ../BENCHMARKS.md)")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the measured run to this file")
 		memprofile = fs.String("memprofile", "", "write an allocation profile of the run to this file")
@@ -141,6 +149,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-cluster-g: %w", err)
 	}
 	cfg.CountPairs = *count
+	if cfg.Keys, err = parseInts(*keys); err != nil {
+		return fmt.Errorf("-keys: %w", err)
+	}
+	if cfg.Waiters, err = parseInts(*waiters); err != nil {
+		return fmt.Errorf("-waiters: %w", err)
+	}
+	cfg.FenceRetentions = nil
+	for _, r := range list(*retention) {
+		d := time.Duration(0)
+		if r != "default" {
+			if d, err = time.ParseDuration(r); err != nil {
+				return fmt.Errorf("-fence-retention: %w", err)
+			}
+		}
+		cfg.FenceRetentions = append(cfg.FenceRetentions, d)
+	}
+	if *plotFrom != "" {
+		if *svgDir == "" {
+			return errors.New("-plot needs -svg")
+		}
+		reps, err := bench.ReadReports(list(*plotFrom))
+		if err != nil {
+			return err
+		}
+		return writePlots(*svgDir, reps, stderr)
+	}
 	cfg.Candidates, cfg.Hold = *candidates, *hold
 	cfg.Permits = nil
 	for _, p := range list(*permits) {
@@ -294,6 +328,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if runErr != nil {
 		return runErr // a partial report is not written to -out
 	}
+	if *jsonOut != "" {
+		if err := rep.WriteJSON(*jsonOut); err != nil {
+			return err
+		}
+	}
+	if *svgDir != "" {
+		if err := writePlots(*svgDir, []*bench.Report{rep}, stderr); err != nil {
+			return err
+		}
+	}
 	if *out != "" {
 		if err := bench.WriteSection(*out, md); err != nil {
 			return err
@@ -393,6 +437,37 @@ func parseInts(s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// writePlots draws the plots of reps into dir.
+func writePlots(dir string, reps []*bench.Report, stderr io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	figs := bench.Figures(reps)
+	if len(figs) == 0 {
+		return errors.New("-svg: nothing to plot in these reports")
+	}
+	for _, f := range figs {
+		path := filepath.Join(dir, f.Name)
+		if err := os.WriteFile(path, f.SVG, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "lockbench: plot written to %s\n", path)
+	}
+	return nil
+}
+
+// retentionList formats fence retentions as -fence-retention takes them.
+func retentionList(v []time.Duration) string {
+	s := make([]string, len(v))
+	for i, d := range v {
+		s[i] = d.String()
+		if d == 0 {
+			s[i] = "default"
+		}
+	}
+	return strings.Join(s, ",")
 }
 
 // permitList formats numbers of permits as -permits takes them.
