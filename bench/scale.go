@@ -411,7 +411,7 @@ func runWaiters(ctx context.Context, cfg *Config, rep *Report) error {
 			continue
 		}
 		for _, k := range cfg.Waiters {
-			wm, err := waiters(ctx, lib, cfg.Addrs[:n], k, cfg.Quarantine)
+			wm, err := waiters(ctx, lib, cfg.Addrs[:n], k)
 			if err != nil {
 				return fmt.Errorf("WAITERS %d %s: %w", k, lib, err)
 			}
@@ -468,10 +468,13 @@ func commandsProcessed(ctx context.Context, rcs []*redis.Client) (int64, error) 
 }
 
 // waiters measures k goroutines of one client blocked in Lock on a key
-// that a second client holds.
-func waiters(ctx context.Context, lib string, addrs []string, k int, quarantine bool) (WaiterMem, error) {
+// that a second client holds. Both clients have the restart quarantine
+// off: the holder's TTL, two minutes, outlasts the measurement, and with
+// the quarantine on no server younger than that would vote. How a client
+// waits does not depend on it.
+func waiters(ctx context.Context, lib string, addrs []string, k int) (WaiterMem, error) {
 	wm := WaiterMem{Library: lib, N: len(addrs), Waiters: k}
-	opts := &redlock.Options{DisableQuarantine: !quarantine}
+	opts := &redlock.Options{DisableQuarantine: true}
 	holder, closeHolder, err := dialRedlock(lib, addrs, opts)
 	if err != nil {
 		return wm, err
@@ -516,12 +519,14 @@ func waiters(ctx context.Context, lib string, addrs []string, k int, quarantine 
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		failed error
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		failed  error
+		started atomic.Int64
 	)
 	for range k {
 		wg.Go(func() {
+			started.Add(1)
 			l, err := c.Lock(wctx, key, ttl)
 			if err == nil {
 				l.Release(context.WithoutCancel(ctx))
@@ -535,7 +540,7 @@ func waiters(ctx context.Context, lib string, addrs []string, k int, quarantine 
 		})
 	}
 	// Every waiter has started and settled into its wait.
-	for runtime.NumGoroutine() < g0+k {
+	for started.Load() < int64(k) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	time.Sleep(time.Second)
