@@ -70,8 +70,8 @@ type w1Vals struct{ ops, p50, p99 samples }
 func runNotes(reps []*Report, what string) []string {
 	var cmds, loads []string
 	for _, r := range reps {
-		if r.Command != "" && !slices.Contains(cmds, r.Command) {
-			cmds = append(cmds, r.Command)
+		if c := dropFlag(r.Command, "-json"); c != "" && !slices.Contains(cmds, c) {
+			cmds = append(cmds, c)
 		}
 		loads = append(loads, first(r.LoadStart)+"→"+first(r.LoadEnd))
 	}
@@ -86,6 +86,19 @@ func runNotes(reps []*Report, what string) []string {
 		out = append(out, wrap(n, 125)...)
 	}
 	return out
+}
+
+// dropFlag removes flag and its value from a command line: where a run
+// saved its JSON report is no part of what it measured.
+func dropFlag(cmd, flag string) string {
+	w := strings.Fields(cmd)
+	for i := 0; i < len(w); i++ {
+		if w[i] == flag && i+1 < len(w) {
+			w = append(w[:i], w[i+2:]...)
+			i--
+		}
+	}
+	return strings.Join(w, " ")
 }
 
 func describeMachine(m Machine) string {

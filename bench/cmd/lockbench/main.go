@@ -43,6 +43,18 @@
 //
 //	go run ./cmd/lockbench -net realistic -workloads W1 -n 5 -g 1,16 -count 0 \
 //	    -libs "redlock/go-redis,redlock/rueidis,redsync,redsync/failfast,raw go-redis,quorum floor"
+//
+// Scale: W1 against the number of nodes and of goroutines, the server's
+// memory per distinct key (KEYS, each number of keys on a fresh server,
+// with the default fence retention and a short one) and the client's
+// memory per goroutine waiting in Lock (WAITERS), each run saved as JSON
+// and their plots drawn as SVG from every saved run:
+//
+//	go run ./cmd/lockbench -workloads W1 -n 3,5,7,9 -g 1,64 -cluster=false -count 0 -json n1.json
+//	go run ./cmd/lockbench -workloads KEYS -keys 10000,100000,1000000 -fence-retention default,1s \
+//	    -libs redlock/rueidis -n 1 -cluster=false -count 0 -quarantine=false -json keys1.json
+//	go run ./cmd/lockbench -workloads WAITERS -waiters 1000,10000 -n 5 -cluster=false -count 0 -quarantine=false
+//	go run ./cmd/lockbench -plot n1.json,keys1.json -svg ../docs/bench
 package main
 
 import (
@@ -369,6 +381,22 @@ floors:
 
   lockbench -net realistic -workloads W1 -n 5 -g 1,16 -count 0 \
       -libs "redlock/go-redis,redlock/rueidis,redsync,redsync/failfast,raw go-redis,quorum floor"
+
+Scale: -n 3,5,7,9 and -g 1,4,16,64,256 sweep W1 over nodes and goroutines
+(add "quorum floor" to -libs for the network's floor). Two workloads that a
+full run leaves out measure memory: KEYS locks -keys distinct keys at once
+on a fresh server with each -fence-retention and reads the server's
+used_memory per key held, released and expired; WAITERS blocks -waiters
+goroutines in Lock on a key another client holds, on the first of -n
+servers, and reads the client's heap and stacks per waiter:
+
+  lockbench -workloads KEYS -keys 10000,100000,1000000 -fence-retention default,1s \
+      -libs redlock/rueidis -n 1 -cluster=false -count 0 -quarantine=false
+  lockbench -workloads WAITERS -waiters 1000,10000 -n 5 -cluster=false -count 0 -quarantine=false
+
+-json FILE saves the report; -svg DIR draws its plots; -plot a.json,b.json
+-svg DIR draws the plots of saved runs, each point the mean of the runs
+with a bar over their range.
 
 Flags:
 `
