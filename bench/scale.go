@@ -338,7 +338,7 @@ func keysRedlock(ctx context.Context, lib string, n int, retention time.Duration
 		// finds them by sampling, so this waits until no key with an
 		// expiry is left.
 		if prog != nil {
-			fmt.Fprintf(prog, "KEYS %d: waiting for the server to expire %d fence counters (retention %v)\n", n, km.DBSizeReleased-km.DBSizeBase, retention)
+			fmt.Fprintf(prog, "KEYS %d: waiting for the server to expire the fence counters (retention %v)\n", n, retention)
 		}
 		deadline := released.Add(retention + expiryTimeout)
 		for {
