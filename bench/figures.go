@@ -361,7 +361,10 @@ func keysFigure(reps []*Report) (Figure, bool) {
 		used = append(used, r)
 		for _, km := range r.Keys {
 			add(key{km.Library, km.Retention, "held"}, km.Keys, km.PerKey(km.UsedHeld))
-			if km.UsedReleased != 0 {
+			// With a short retention the read after the release waits for
+			// used_memory to settle, by when the counters have expired:
+			// the expired line says it.
+			if km.UsedReleased != 0 && km.UsedExpired == 0 {
 				add(key{km.Library, km.Retention, "released"}, km.Keys, km.PerKey(km.UsedReleased))
 			}
 			if km.UsedExpired != 0 {
