@@ -211,6 +211,43 @@
 //     same round trips and runs the same commands on the cluster as on one
 //     server.
 //
+// # Scale (KEYS, WAITERS, plots)
+//
+// W1 with -n 3,5,7,9 and -g 1,4,16,64,256 gives latency and pairs per
+// second against the number of nodes and of goroutines; the quorum floor
+// of the same cells is the network's floor, one round trip to the
+// quorum-th node (a lock adds its script's time on the server, measured by
+// cmd/scriptcost). Two measurements of memory are not in a full run:
+//
+//   - KEYS (Config.Keys, Config.FenceRetentions; lockbench -keys,
+//     -fence-retention): for each number of distinct keys, a fresh
+//     redis-server; this module's client (the first of its adapters in
+//     Config.Libraries, restart quarantine off since the server is
+//     fresh, TTL 10 minutes) locks that many keys at once from 256
+//     goroutines, holds them all, and releases them. INFO memory
+//     used_memory (read once it is the same twice 300ms apart) above the
+//     base, divided by the keys, is read with every lock held, after the
+//     release (the fence counters live on for Options.FenceRetention), and,
+//     with a positive retention, once the server has expired every key
+//     with an expiry. DBSIZE counts the locks, the counters and the node
+//     records, one per hash slot used (at most 16,384 per server). The
+//     reference, SET NX PX, stores each key alone with a 24-character
+//     token, as redsync and bsm/redislock do, pipelined. The client's heap
+//     per held lock is read too.
+//   - WAITERS (Config.Waiters; lockbench -waiters): on the first
+//     Config.Nodes[0] servers, a client holds a key and a second client of
+//     the same adapter has K goroutines blocked in Lock on it (both with
+//     the restart quarantine off, the holder's TTL being two minutes).
+//     runtime.MemStats HeapInuse, StackInuse and Sys after a collection,
+//     less before, divided by K, and the goroutines per waiter; and the
+//     commands the servers ran per second while every waiter waited.
+//
+// lockbench -json FILE saves a run's report; -svg DIR draws its plots (see
+// Figures), and -plot FILES,... -svg DIR draws them from saved reports,
+// each point the mean of the runs that measured it with a bar over their
+// range. The plots are plain SVG drawn with the standard library
+// (plot.go).
+//
 // # Where one lock waits (cmd/waits)
 //
 // The command github.com/quorumlock/redlock/bench/cmd/waits breaks one

@@ -240,18 +240,10 @@ func openRedlock(lib string, t target, s settings) (*redlockClient, error) {
 	return rc, nil
 }
 
-// dialNode makes the node of the server at addr with the adapter's Dial,
-// and appends it to rc.nodes.
+// dialNode makes the node of the server at addr with the adapter's Dial
+// (DialNode), and appends it to rc.nodes.
 func (rc *redlockClient) dialNode(lib, addr string) (redlock.Node, error) {
-	if lib == LibRedlockRueidis {
-		n, err := rueidisnode.Dial("redis://" + addr)
-		if err != nil {
-			return nil, err
-		}
-		rc.nodes = append(rc.nodes, n)
-		return n, nil
-	}
-	n, err := goredisnode.Dial("redis://" + addr)
+	n, err := DialNode(lib, addr)
 	if err != nil {
 		return nil, err
 	}

@@ -99,6 +99,9 @@ type Report struct {
 	// library on the first server and on the cluster.
 	Commands []CommandCount
 	Rows     []Row
+	// Keys and Waiters are the scale measurements KEYS and WAITERS.
+	Keys    []KeyMem
+	Waiters []WaiterMem
 }
 
 // findCount returns the command count of lib on the first server, or on
@@ -428,7 +431,7 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "- Each library ran %v per cell in %d interleaved slices of %v; TTL %v; tuned retry delay %v; the run took %v.\n",
 			cfg.Duration, cfg.Reps, cfg.Duration/time.Duration(max(cfg.Reps, 1)), cfg.TTL, cfg.TunedDelay, r.Finished.Sub(r.Started).Round(time.Second))
 	} else {
-		fmt.Fprintf(&b, "- No cells ran; TTL %v; the run took %v.\n", cfg.TTL, r.Finished.Sub(r.Started).Round(time.Second))
+		fmt.Fprintf(&b, "- No table cells ran; TTL %v; the run took %v.\n", cfg.TTL, r.Finished.Sub(r.Started).Round(time.Second))
 	}
 
 	if ts := r.Targets(); len(ts) > 0 {
@@ -571,6 +574,7 @@ func (r *Report) Markdown() string {
 				s.Stalls, s.Stalled.Round(time.Millisecond), 100*s.stalledShare())
 		}
 	}
+	r.scaleMarkdown(&b)
 	var errs []string
 	for _, row := range r.Rows {
 		if row.FirstError != "" {

@@ -107,16 +107,25 @@ type Config struct {
 	Quarantine bool
 	// Progress, if not nil, receives a line for each library in each cell
 	// as it completes.
-	Progress io.Writer
+	Progress io.Writer `json:"-"`
 	// Network, if not nil, is the simulated network between the clients
 	// and the servers: Addrs are then its proxies' addresses. The report
 	// describes it, with what it counted while the cells ran.
-	Network *Network
+	Network *Network `json:"-"`
 	// SlowAbove, if positive, makes each W1 row count the lock calls
 	// that took at least this long: with Network, its shortest stall, so
 	// that the count is of the calls that waited for a stalled server (or
 	// for a machine as slow).
 	SlowAbove time.Duration
+
+	// Keys lists the numbers of distinct keys of KEYS (see
+	// KeysWorkload), and FenceRetentions the Options.FenceRetention of
+	// this module's client in it, 0 for the default.
+	Keys            []int
+	FenceRetentions []time.Duration
+	// Waiters lists the numbers of waiting goroutines of WAITERS (see
+	// WaitersWorkload), which runs on the first Nodes[0] servers.
+	Waiters []int
 }
 
 // DefaultConfig returns the configuration of a full run, without Addrs.
@@ -139,6 +148,10 @@ func DefaultConfig() Config {
 
 		ClusterGoroutines: []int{1, 64},
 		CountPairs:        1000,
+
+		Keys:            []int{10000, 100000, 1000000},
+		FenceRetentions: []time.Duration{0, time.Second},
+		Waiters:         []int{1000, 10000},
 	}
 }
 
@@ -149,8 +162,8 @@ func (cfg *Config) validate() error {
 		errs = append(errs, errors.New("duration and reps must be positive"))
 	}
 	for _, w := range cfg.Workloads {
-		if !slices.Contains(Workloads(), w) {
-			errs = append(errs, fmt.Errorf("unknown workload %q (known: %s)", w, strings.Join(Workloads(), ", ")))
+		if !slices.Contains(Workloads(), w) && !scaleWorkload(w) {
+			errs = append(errs, fmt.Errorf("unknown workload %q (known: %s)", w, strings.Join(append(Workloads(), ScaleWorkloads()...), ", ")))
 		}
 	}
 	for _, l := range cfg.Libraries {
@@ -172,6 +185,28 @@ func (cfg *Config) validate() error {
 		for _, g := range cfg.ClusterGoroutines {
 			if g < 1 {
 				errs = append(errs, fmt.Errorf("bad number of goroutines %d on the cluster", g))
+			}
+		}
+	}
+	if slices.Contains(cfg.Workloads, KeysWorkload) {
+		for _, k := range cfg.Keys {
+			if k < 1 {
+				errs = append(errs, fmt.Errorf("bad number of keys %d", k))
+			}
+		}
+		for _, r := range cfg.FenceRetentions {
+			if r < 0 {
+				errs = append(errs, fmt.Errorf("bad fence retention %v", r))
+			}
+		}
+	}
+	if slices.Contains(cfg.Workloads, WaitersWorkload) {
+		if len(cfg.Nodes) == 0 {
+			errs = append(errs, errors.New("WAITERS runs on the first of the numbers of nodes: none given"))
+		}
+		for _, k := range cfg.Waiters {
+			if k < 1 {
+				errs = append(errs, fmt.Errorf("bad number of waiters %d", k))
 			}
 		}
 	}
@@ -256,6 +291,9 @@ func (c Cell) tag() string {
 func (cfg *Config) cells() []Cell {
 	var cells []Cell
 	for _, w := range cfg.Workloads {
+		if scaleWorkload(w) {
+			continue // not cells: see runKeys and runWaiters
+		}
 		if coordination(w) {
 			for _, n := range cfg.Nodes {
 				if w == Elect {
@@ -354,6 +392,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		if cfg.Network != nil {
 			rep.NetCells = append(rep.NetCells, CellNetStats{Cell: c, NetStats: s})
+		}
+	}
+	if slices.Contains(cfg.Workloads, KeysWorkload) {
+		if err := runKeys(ctx, &cfg, rep); err != nil {
+			return rep, err
+		}
+	}
+	if slices.Contains(cfg.Workloads, WaitersWorkload) {
+		if err := runWaiters(ctx, &cfg, rep); err != nil {
+			return rep, err
 		}
 	}
 	return rep, nil

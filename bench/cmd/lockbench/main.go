@@ -49,6 +49,18 @@
 //
 //	go run ./cmd/lockbench -net realistic -workloads W1 -n 5 -g 1,16 -count 0 \
 //	    -libs "redlock/go-redis,redlock/rueidis,redsync,redsync/failfast,raw go-redis,quorum floor"
+//
+// Scale: W1 against the number of nodes and of goroutines, the server's
+// memory per distinct key (KEYS, each number of keys on a fresh server,
+// with the default fence retention and a short one) and the client's
+// memory per goroutine waiting in Lock (WAITERS), each run saved as JSON
+// and their plots drawn as SVG from every saved run:
+//
+//	go run ./cmd/lockbench -workloads W1 -n 3,5,7,9 -g 1,64 -cluster=false -count 0 -json n1.json
+//	go run ./cmd/lockbench -workloads KEYS -keys 10000,100000,1000000 -fence-retention default,1s \
+//	    -libs redlock/rueidis -n 1 -cluster=false -count 0 -quarantine=false -json keys1.json
+//	go run ./cmd/lockbench -workloads WAITERS -waiters 1000,10000 -n 5 -cluster=false -count 0 -quarantine=false
+//	go run ./cmd/lockbench -plot n1.json,keys1.json -svg ../docs/bench
 package main
 
 import (
@@ -59,11 +71,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -96,9 +108,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	libsHelp := "libraries to compare, comma-separated: " + strings.Join(bench.Libraries(), ", ") +
 		" (redsync/failfast: redsync with WithFailFast(true); quorum floor: W1 only, not a lock: SET and DEL on every node, each call ending at the quorum-th reply)"
 	var (
-		duration   = fs.Duration("duration", def.Duration, "measured time of each library in each cell, split into -reps interleaved slices")
-		reps       = fs.Int("reps", def.Reps, "number of interleaved slices per cell")
-		workloads  = fs.String("workloads", strings.Join(def.Workloads, ","), "workloads to run: W1, W2 (a client per contender), W2s (one client shared), SEM (a semaphore), ELECT (an election)")
+		duration  = fs.Duration("duration", def.Duration, "measured time of each library in each cell, split into -reps interleaved slices")
+		reps      = fs.Int("reps", def.Reps, "number of interleaved slices per cell")
+		workloads = fs.String("workloads", strings.Join(def.Workloads, ","), "workloads to run: W1, W2 (a client per contender), W2s (one client shared), SEM (a semaphore), ELECT (an election); "+
+			"and, not in a full run, KEYS (server memory per distinct key, see -keys) and WAITERS (client memory per waiting goroutine, see -waiters)")
 		libs       = fs.String("libs", strings.Join(def.Libraries, ","), libsHelp)
 		nodes      = fs.String("n", ints(def.Nodes), "numbers of nodes, N")
 		goroutines = fs.String("g", ints(def.Goroutines), "numbers of goroutines of W1, G")
@@ -119,6 +132,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		netNode    = fs.Int("net-stall-node", defNet.StallNode, "-net realistic: the server that stalls, from 1 (the first has the shortest round trip); 0: none")
 		clusterG   = fs.String("cluster-g", ints(def.ClusterGoroutines), "numbers of goroutines of W1 on the cluster")
 		count      = fs.Int("count", def.CountPairs, "lock+release pairs per library for counting the commands the servers run, on one server and on the cluster; 0 counts nothing")
+		keys       = fs.String("keys", ints(def.Keys), "KEYS: numbers of distinct keys locked at once, each on a fresh server")
+		retention  = fs.String("fence-retention", retentionList(def.FenceRetentions), "KEYS: Options.FenceRetention of each measurement (default: the client's default)")
+		waiters    = fs.String("waiters", ints(def.Waiters), "WAITERS: numbers of goroutines waiting in Lock, on the first of -n servers")
+		jsonOut    = fs.String("json", "", "file to write the report into as JSON, for -plot")
+		svgDir     = fs.String("svg", "", "directory to draw the report's plots into as SVG files (with -plot: those reports' plots)")
+		plotFrom   = fs.String("plot", "", "comma-separated JSON reports (-json) to draw plots from with -svg, without running anything")
 		out        = fs.String("out", "", "file to write the report into, between the lockbench markers (e.g. ../BENCHMARKS.md)")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the measured run to this file")
 		memprofile = fs.String("memprofile", "", "write an allocation profile of the run to this file")
@@ -148,6 +167,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-cluster-g: %w", err)
 	}
 	cfg.CountPairs = *count
+	if cfg.Keys, err = parseInts(*keys); err != nil {
+		return fmt.Errorf("-keys: %w", err)
+	}
+	if cfg.Waiters, err = parseInts(*waiters); err != nil {
+		return fmt.Errorf("-waiters: %w", err)
+	}
+	cfg.FenceRetentions = nil
+	for _, r := range list(*retention) {
+		d := time.Duration(0)
+		if r != "default" {
+			if d, err = time.ParseDuration(r); err != nil {
+				return fmt.Errorf("-fence-retention: %w", err)
+			}
+		}
+		cfg.FenceRetentions = append(cfg.FenceRetentions, d)
+	}
+	if *plotFrom != "" {
+		if *svgDir == "" {
+			return errors.New("-plot needs -svg")
+		}
+		reps, err := bench.ReadReports(list(*plotFrom))
+		if err != nil {
+			return err
+		}
+		return writePlots(*svgDir, reps, stderr)
+	}
 	cfg.Candidates, cfg.Hold = *candidates, *hold
 	cfg.Permits = nil
 	for _, p := range list(*permits) {
@@ -212,7 +257,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			cl, clusterErr = redistest.NewCluster(clusterMasters, redistest.Config{})
 		}
 	}()
-	servers, err := startServers(nservers)
+	servers, err := bench.StartServers(nservers)
 	<-formed
 	defer func() {
 		for _, s := range servers {
@@ -261,12 +306,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// one, so a slot first used now may take the server for up to 2s
 		// younger than it is: the wait covers that too.
 		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "lockbench: waiting %v for the fresh servers to age past the TTL of %v (restart quarantine is on)\n", cfg.TTL+slotAgeSlack, cfg.TTL)
+			fmt.Fprintf(cfg.Progress, "lockbench: waiting %v for the fresh servers to age past the TTL of %v (restart quarantine is on)\n", cfg.TTL+bench.SlotAgeSlack, cfg.TTL)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(cfg.TTL + slotAgeSlack):
+		case <-time.After(cfg.TTL + bench.SlotAgeSlack):
 		}
 	}
 
@@ -295,11 +340,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if rep == nil {
 		return runErr
 	}
-	rep.Command = command(args)
+	rep.Command = bench.CommandLine("lockbench", args)
 	md := rep.Markdown()
 	fmt.Fprint(stdout, md)
 	if runErr != nil {
 		return runErr // a partial report is not written to -out
+	}
+	if *jsonOut != "" {
+		if err := rep.WriteJSON(*jsonOut); err != nil {
+			return err
+		}
+	}
+	if *svgDir != "" {
+		if err := writePlots(*svgDir, []*bench.Report{rep}, stderr); err != nil {
+			return err
+		}
 	}
 	if *out != "" {
 		if err := bench.WriteSection(*out, md); err != nil {
@@ -342,28 +397,27 @@ floors:
   lockbench -net realistic -workloads W1 -n 5 -g 1,16 -count 0 \
       -libs "redlock/go-redis,redlock/rueidis,redsync,redsync/failfast,raw go-redis,quorum floor"
 
+Scale: -n 3,5,7,9 and -g 1,4,16,64,256 sweep W1 over nodes and goroutines
+(add "quorum floor" to -libs for the network's floor). Two workloads that a
+full run leaves out measure memory: KEYS locks -keys distinct keys at once
+on a fresh server with each -fence-retention and reads the server's
+used_memory per key held, released and expired; WAITERS blocks -waiters
+goroutines in Lock on a key another client holds, on the first of -n
+servers, and reads the client's heap and stacks per waiter:
+
+  lockbench -workloads KEYS -keys 10000,100000,1000000 -fence-retention default,1s \
+      -libs redlock/rueidis -n 1 -cluster=false -count 0 -quarantine=false
+  lockbench -workloads WAITERS -waiters 1000,10000 -n 5 -cluster=false -count 0 -quarantine=false
+
+-json FILE saves the report; -svg DIR draws its plots; -plot a.json,b.json
+-svg DIR draws the plots of saved runs, each point the mean of the runs
+with a bar over their range.
+
 Flags:
 `
 
 // clusterMasters is the number of masters of the cluster.
 const clusterMasters = 3
-
-// slotAgeSlack is how much younger than it is a server may seem to a hash
-// slot whose record is made now (see the wait for the TTL in run).
-const slotAgeSlack = 2 * time.Second
-
-// startServers starts n redis-server processes on loopback ports at once.
-// It returns those that started even when some did not.
-func startServers(n int) ([]*redistest.Server, error) {
-	servers := make([]*redistest.Server, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { servers[i], errs[i] = redistest.New(redistest.Config{}) })
-	}
-	wg.Wait()
-	return servers, errors.Join(errs...)
-}
 
 func writeHeapProfile(path string) error {
 	f, err := os.Create(path)
@@ -375,19 +429,6 @@ func writeHeapProfile(path string) error {
 		return err
 	}
 	return f.Close()
-}
-
-// command returns the command line as one would type it at the root of
-// the repository.
-func command(args []string) string {
-	words := []string{"cd bench && go run ./cmd/lockbench"}
-	for _, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t'\"$") {
-			a = strconv.Quote(a)
-		}
-		words = append(words, a)
-	}
-	return strings.Join(words, " ")
 }
 
 // explicit reports whether the flag name was set on the command line.
@@ -439,6 +480,37 @@ func parseInts(s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// writePlots draws the plots of reps into dir.
+func writePlots(dir string, reps []*bench.Report, stderr io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	figs := bench.Figures(reps)
+	if len(figs) == 0 {
+		return errors.New("-svg: nothing to plot in these reports")
+	}
+	for _, f := range figs {
+		path := filepath.Join(dir, f.Name)
+		if err := os.WriteFile(path, f.SVG, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "lockbench: plot written to %s\n", path)
+	}
+	return nil
+}
+
+// retentionList formats fence retentions as -fence-retention takes them.
+func retentionList(v []time.Duration) string {
+	s := make([]string, len(v))
+	for i, d := range v {
+		s[i] = d.String()
+		if d == 0 {
+			s[i] = "default"
+		}
+	}
+	return strings.Join(s, ",")
 }
 
 // permitList formats numbers of permits as -permits takes them.

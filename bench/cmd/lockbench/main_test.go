@@ -86,6 +86,36 @@ func TestCommandNet(t *testing.T) {
 	}
 }
 
+// TestCommandScale runs the scale measurements small, with a W1 cell on
+// two numbers of nodes, and draws their plots from the JSON report.
+func TestCommandScale(t *testing.T) {
+	dir := t.TempDir()
+	js := filepath.Join(dir, "run.json")
+	var stdout, stderr strings.Builder
+	args := []string{"-workloads", "W1,KEYS,WAITERS", "-keys", "300", "-fence-retention", "default,200ms", "-waiters", "40",
+		"-duration", "40ms", "-reps", "1", "-n", "1,3", "-g", "2", "-cluster=false", "-count", "0", "-ttl", "1s",
+		"-libs", "redlock/rueidis,redsync", "-json", js}
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{"#### KEYS", "| 300 | SET NX PX | - |", "| 300 | redlock/rueidis | default |", "| 300 | redlock/rueidis | 200ms |",
+		"#### WAITERS", "| 1 | 40 | redlock/rueidis |"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the report has no %q:\n%s", want, stdout.String())
+		}
+	}
+	svg := filepath.Join(dir, "svg")
+	stderr.Reset()
+	if err := run(context.Background(), []string{"-plot", js, "-svg", svg}, &stdout, &stderr); err != nil {
+		t.Fatalf("-plot: %v\n%s", err, stderr.String())
+	}
+	for _, f := range []string{"w1-nodes-g2-latency.svg", "w1-nodes-g2-pairs.svg", "keys-memory.svg"} {
+		if _, err := os.Stat(filepath.Join(svg, f)); err != nil {
+			t.Errorf("-plot: %v\n%s", err, stderr.String())
+		}
+	}
+}
+
 func TestParseDurRange(t *testing.T) {
 	for in, want := range map[string][2]time.Duration{
 		"200us-1ms":  {200 * time.Microsecond, time.Millisecond},
@@ -118,6 +148,11 @@ func TestBadFlags(t *testing.T) {
 		{"-net", "realistic", "-cluster=true"},
 		{"-net", "realistic", "-net-rtt", "x"},
 		{"-net", "realistic", "-net-stall", "9ms-1ms"},
+		{"-keys", "x"},
+		{"-waiters", "x"},
+		{"-fence-retention", "soon"},
+		{"-plot", "x.json"},
+		{"-plot", "/nonexistent.json", "-svg", "/tmp"},
 	} {
 		var stdout, stderr strings.Builder
 		if err := run(context.Background(), args, &stdout, &stderr); err == nil {

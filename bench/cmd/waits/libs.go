@@ -15,9 +15,9 @@ import (
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/bench"
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/goredisnode"
-	"github.com/quorumlock/redlock/rueidisnode"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -172,18 +172,10 @@ type redlockLib struct {
 	held  *redlock.Lock
 }
 
-// dial makes the node of the server at addr with lib's adapter, and keeps
-// it for close.
+// dial makes the node of the server at addr with lib's adapter
+// (bench.DialNode), and keeps it for close.
 func (r *redlockLib) dial(lib, addr string) (driver.Node, error) {
-	if lib == libRueidis {
-		n, err := rueidisnode.Dial("redis://" + addr)
-		if err != nil {
-			return nil, err
-		}
-		r.nodes = append(r.nodes, n)
-		return n, nil
-	}
-	n, err := goredisnode.Dial("redis://" + addr)
+	n, err := bench.DialNode(lib, addr)
 	if err != nil {
 		return nil, err
 	}

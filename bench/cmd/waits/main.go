@@ -61,12 +61,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/quorumlock/redlock/bench"
-	"github.com/quorumlock/redlock/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -97,11 +95,6 @@ type config struct {
 	tracePairs int
 	quiet      bool
 }
-
-// slotAgeSlack is how much younger than it is a server may seem to a hash
-// slot's record made now (its uptime in whole seconds, less one): the
-// wait for restart quarantine covers it, as lockbench's does.
-const slotAgeSlack = 2 * time.Second
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("waits", flag.ContinueOnError)
@@ -188,9 +181,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	say := func(format string, a ...any) { fmt.Fprintf(progress, "waits: "+format+"\n", a...) }
 
-	res := &result{cfg: cfg, command: command(args), machine: bench.DescribeMachine(), loadBefore: bench.LoadAverage(), clientCPUs: host.allowedCPUs("self")}
+	res := &result{cfg: cfg, command: bench.CommandLine("waits", args), machine: bench.DescribeMachine(), loadBefore: bench.LoadAverage(), clientCPUs: host.allowedCPUs("self")}
 	if len(cfg.addrs) == 0 {
-		servers, err := startServers(cfg.n)
+		servers, err := bench.StartServers(cfg.n)
 		defer func() {
 			for _, s := range servers {
 				if s != nil {
@@ -225,7 +218,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		pids = nil // the server columns need every server's counts
 		say("not every server's process can be read here: no server CPU columns")
 	}
-	if wait := cfg.ttl + slotAgeSlack - youngest; cfg.quarantine && wait > 0 && slices.ContainsFunc(cfg.libs, isRedlock) {
+	if wait := cfg.ttl + bench.SlotAgeSlack - youngest; cfg.quarantine && wait > 0 && slices.ContainsFunc(cfg.libs, isRedlock) {
 		say("waiting %v for the servers to age past the TTL of %v (restart quarantine is on)", wait.Round(time.Second), cfg.ttl)
 		select {
 		case <-ctx.Done():
@@ -293,19 +286,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// startServers starts n redis-server processes on loopback ports at once.
-// It returns those that started even when some did not.
-func startServers(n int) ([]*redistest.Server, error) {
-	servers := make([]*redistest.Server, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { servers[i], errs[i] = redistest.New(redistest.Config{}) })
-	}
-	wg.Wait()
-	return servers, errors.Join(errs...)
-}
-
 // A server is one redis-server as INFO describes it.
 type server struct {
 	addr    string
@@ -343,19 +323,6 @@ func infoField(info, name string) string {
 		}
 	}
 	return ""
-}
-
-// command returns the command line as one would type it at the root of
-// the repository.
-func command(args []string) string {
-	words := []string{"cd bench && go run ./cmd/waits"}
-	for _, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t'\"$") {
-			a = strconv.Quote(a)
-		}
-		words = append(words, a)
-	}
-	return strings.Join(words, " ")
 }
 
 // list splits a comma-separated list, dropping empty items.
