@@ -29,7 +29,13 @@ const (
 	// crash is what restart quarantine is for.
 	Quorum Kind = "quorum"
 	// Fence: an acquisition whose fence is not greater than the fence of
-	// every acquisition of the same key that returned before it.
+	// every acquisition of the same key that returned before it. For the
+	// holds of a read-write lock: a writer's fence must be above every
+	// earlier hold's, readers' included; a reader's (OpRead) need only be
+	// at least every earlier writer's (or lock's), since readers share
+	// the key's floor. An adoption (Op.Adopts) continues the adopted
+	// hold: its fence must be at least that hold's, and later holds are
+	// judged against it as against any earlier hold.
 	Fence Kind = "fence"
 	// Stale: a write to the fenced resource, accepted from an acquisition
 	// that an operator removed, made after the removal and after an
@@ -73,10 +79,26 @@ const (
 	// acquisition of any of its keys, Fence above every earlier holder's
 	// fence on any of them, Quorum on each.
 	Partial Kind = "partial"
+
+	// Starved: a writer of a read-write lock (OpWrite) that waited longer
+	// than the library's bound on a writer's wait: its call returned, with
+	// the lock or without it, after every hold of the key granted before
+	// it began to wait had ended, plus a round. Judged only for writers
+	// that record the allowance for a round (Op.WaitBoundMs), which also
+	// says when the writer began to wait, its intent recorded: WaitBoundMs
+	// after its call started. A hold granted before then is any other
+	// acquisition of the key whose call started before then, and it ends
+	// when the nodes may let it go at the latest: TTL after its return or
+	// after its last extension (made or tried), or at the return of a
+	// Release that succeeded. Readers are judged by Overlap and Fence as
+	// locks are, except that readers of one key may hold at once, and that
+	// a reader's fence need only be at least the fence of every writer of
+	// the key that returned before it (see Fence).
+	Starved Kind = "starved"
 )
 
 // Kinds lists every kind of violation, in the order reports use.
-var Kinds = []Kind{Overlap, Permits, Leaders, Quorum, Partial, Fence, Term, Stale, Leftover, Quiescence}
+var Kinds = []Kind{Overlap, Permits, Leaders, Quorum, Partial, Fence, Term, Stale, Leftover, Quiescence, Starved}
 
 // A Violation is one breach of a property that Check found in a history.
 type Violation struct {
@@ -104,6 +126,7 @@ func Check(h *History) []Violation {
 	vs = append(vs, checkStale(h)...)
 	vs = append(vs, checkLeftovers(h)...)
 	vs = append(vs, checkFinal(h)...)
+	vs = append(vs, checkStarved(h)...)
 	return vs
 }
 
@@ -169,6 +192,9 @@ func held(op *Op, cut Mono) []segment {
 	end := cut
 	if op.Release != nil {
 		end = min(end, op.Release.Call)
+	}
+	if op.Handover != 0 {
+		end = min(end, op.Handover)
 	}
 	var segs []segment
 	from, until := op.Return, op.Until
@@ -278,6 +304,9 @@ func checkOverlap(h *History) []Violation {
 	for key, ops := range byKey(h) {
 		sweep(segments(ops, rm), func(s segment, others []segment) {
 			for _, a := range others {
+				if a.op.Shared() && s.op.Shared() {
+					continue // readers share
+				}
 				kind := overlapKind(a.op, s.op)
 				what := "both"
 				if kind == Permits {
@@ -428,15 +457,34 @@ func checkPartial(h *History) []Violation {
 }
 
 // checkFences finds fences that do not rise, per lock key; for
-// leaderships, terms (Term).
+// leaderships, terms (Term). A reader's fence need only reach the
+// writers' before it, and an adoption's the adopted hold's (see Fence).
 func checkFences(h *History) []Violation {
 	var vs []Violation
+	byID := make(map[int]*Op, len(h.Ops))
+	for _, op := range h.Ops {
+		byID[op.ID] = op
+	}
 	for key, ops := range byKey(h) {
 		ops = slices.Clone(ops)
 		slices.SortFunc(ops, func(a, b *Op) int { return cmp.Compare(a.Return, b.Return) })
-		var top *Op // the acquisition with the greatest fence so far
+		var top *Op  // the acquisition with the greatest fence so far
+		var excl *Op // the same among the holds that are not readers'
 		for _, op := range ops {
-			if top != nil && op.Fence <= top.Fence {
+			switch {
+			case op.Adopts != 0:
+				if from := byID[op.Adopts]; from != nil && op.Fence < from.Fence {
+					vs = append(vs, Violation{Kind: Fence, Key: key, Ops: []int{from.ID, op.ID}, At: op.Return,
+						Detail: fmt.Sprintf("%s adopted %s's hold at %v with fence %d, below the %d that %s got at %v",
+							op.Client, from.Client, op.Return, op.Fence, from.Fence, from.Client, from.Return)})
+				}
+			case op.Shared():
+				if excl != nil && op.Fence < excl.Fence {
+					vs = append(vs, Violation{Kind: Fence, Key: key, Ops: []int{excl.ID, op.ID}, At: op.Return,
+						Detail: fmt.Sprintf("%s got reader's fence %d at %v, below the writer's %d that %s got at %v",
+							op.Client, op.Fence, op.Return, excl.Fence, excl.Client, excl.Return)})
+				}
+			case top != nil && op.Fence <= top.Fence:
 				kind, what := Fence, "fence"
 				if op.Kind == OpLeader && top.Kind == OpLeader {
 					kind, what = Term, "term"
@@ -448,6 +496,74 @@ func checkFences(h *History) []Violation {
 			if top == nil || op.Fence > top.Fence {
 				top = op
 			}
+			if !op.Shared() && (excl == nil || op.Fence > excl.Fence) {
+				excl = op
+			}
+		}
+	}
+	return sortViolations(vs)
+}
+
+// ReaderOverlaps counts the pairs of readers of one key, with different
+// tokens, that held at one instant: the shared mode at work.
+func ReaderOverlaps(h *History) int {
+	n := 0
+	rm := removedAt(h)
+	for _, ops := range byKey(h) {
+		readers := slices.DeleteFunc(slices.Clone(ops), func(op *Op) bool { return !op.Shared() })
+		sweep(segments(readers, rm), func(_ segment, others []segment) { n += len(others) })
+	}
+	return n
+}
+
+// lastHeld returns the latest moment the nodes may keep op's hold: a TTL
+// after its return or after its last extension, made or tried (one that
+// failed may have been applied on some nodes), or the return of a Release
+// that succeeded, if earlier.
+func lastHeld(op *Op) Mono {
+	end := op.Return + Mono(time.Duration(op.TTLms)*time.Millisecond)
+	for _, e := range op.Extends {
+		end = max(end, e.Return+Mono(time.Duration(e.TTLms)*time.Millisecond))
+	}
+	if r := op.Release; r != nil && r.Err == "" {
+		end = min(end, r.Return)
+	}
+	return end
+}
+
+// checkStarved judges the waits of the writers that record the allowance
+// for a round (see Starved).
+func checkStarved(h *History) []Violation {
+	var vs []Violation
+	for _, w := range h.Ops {
+		if w.Kind != OpWrite || w.WaitBoundMs <= 0 || w.Adopts != 0 {
+			continue
+		}
+		round := Mono(time.Duration(w.WaitBoundMs) * time.Millisecond)
+		began := w.Start + round
+		end, last := began, (*Op)(nil)
+		for _, op := range h.Ops {
+			if op == w || !op.OK || op.Key != w.Key || op.Start >= began {
+				continue
+			}
+			if e := lastHeld(op); e > end {
+				end, last = e, op
+			}
+		}
+		if deadline := end + round; w.Return > deadline {
+			ops := []int{w.ID}
+			held := "no hold of the key was granted before it"
+			if last != nil {
+				ops = append(ops, last.ID)
+				held = fmt.Sprintf("the last hold granted before it, %s's, ended by %v", last.Client, end)
+			}
+			got := "got the lock"
+			if !w.OK {
+				got = "gave up (" + cmp.Or(w.Reason, w.Err) + ")"
+			}
+			vs = append(vs, Violation{Kind: Starved, Key: w.Key, Ops: ops, At: deadline,
+				Detail: fmt.Sprintf("%s waited to write from %v and %s at %v; %s; with %v for a round the bound is %v, %v before",
+					w.Client, w.Start, got, w.Return, held, time.Duration(round), deadline, time.Duration(w.Return-deadline))})
 		}
 	}
 	return sortViolations(vs)

@@ -390,7 +390,14 @@ func atoi(v any) int64 {
 
 // probeScript reads a key's value, its absolute expiry and the node's
 // clock in one atomic step.
-const probeScript = `local v = redis.call('GET', KEYS[1])
+// A sorted set (a read-write lock's readers or intents, read once the run
+// is over) shows its first member as the value.
+const probeScript = `local v
+if redis.call('TYPE', KEYS[1])['ok'] == 'zset' then
+	v = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
+else
+	v = redis.call('GET', KEYS[1])
+end
 local t = redis.call('TIME')
 return {v, redis.call('PEXPIRETIME', KEYS[1]), tonumber(t[1]), tonumber(t[2])}`
 
@@ -601,6 +608,12 @@ type Client struct {
 	// Rate is the rate of the client's clock relative to real time; see
 	// SAFETY.md. 1 is a perfect clock.
 	Rate float64
+
+	// WaitBound, if set, is recorded with every writer's call of the
+	// client (Op.WaitBoundMs), for the check of its wait (Starved): what
+	// a round, its clean-up and the pause before the next may take, with
+	// slack for a loaded machine. Set it before the calls.
+	WaitBound time.Duration
 
 	links []*Link // none for Redis Cluster nodes
 	nodes []*tapNode
@@ -882,11 +895,12 @@ func (n *tapNode) EvalBatch(ctx context.Context, calls []driver.Call) {
 }
 
 // acquires reports whether s is an acquisition round's script: of a lock,
-// of a lock on several keys, or of a semaphore's permit. Each takes the
+// of a lock on several keys, of a semaphore's permit, or of a read-write
+// lock's reader or writer. Each takes the
 // round's token as its first argument.
 func acquires(s *driver.Script) bool {
 	switch s.Name() {
-	case "acquire", "acquire_all", "acquire_permit":
+	case "acquire", "acquire_all", "acquire_permit", "rw_read", "rw_write":
 		return true
 	}
 	return false
@@ -1069,9 +1083,15 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 	for _, k := range a.candidates() {
 		cl.c.noteLock(k, a.ttl)
 	}
+	if a.kind == OpRead || a.kind == OpWrite {
+		cl.c.noteRW(a.key, a.ttl, cl.RL.IntentTTL(a.ttl))
+	}
 	op := &Op{ID: h.nextID(), Client: cl.Name, Kind: a.kind, Key: a.key, Permits: a.permits, TTLms: a.ttl.Milliseconds(), Start: h.Now()}
 	if a.kind == OpAll {
 		op.Keys = a.keys
+	}
+	if a.kind == OpWrite {
+		op.WaitBoundMs = cl.WaitBound.Milliseconds()
 	}
 	hl := &Held{Op: op, cl: cl, name: a.key}
 	if a.kind == OpLeader {
@@ -1099,8 +1119,15 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 	op.Return, op.Tokens, op.Unsettled = ret, tokens, unsettled
 	h.mu.Unlock()
 	defer h.AddOp(op)
-	leftover := func() {
-		ss := cl.c.SampleAll(a.candidates())
+	leftover := func(winner string) {
+		var ss []Sample
+		if a.kind == OpRead {
+			// A reader's rounds are members of the readers: each
+			// failed round's token is looked for there.
+			ss = cl.c.SampleReaders(a.key, slices.DeleteFunc(slices.Clone(tokens), func(t string) bool { return t == winner }))
+		} else {
+			ss = cl.c.SampleAll(a.candidates())
+		}
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if len(ss) == 1 {
@@ -1126,7 +1153,7 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 		op.Err, op.Reason, op.Outcomes = e.Err, e.Reason, e.Outcomes
 		h.mu.Unlock()
 		if len(tokens) > 0 {
-			leftover()
+			leftover("")
 		}
 		return nil, err
 	}
@@ -1160,7 +1187,7 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 	h.mu.Unlock()
 	hl.Probe()
 	if len(tokens) > 1 {
-		leftover()
+		leftover(token)
 	}
 	if a.kind != OpLeader {
 		cl.mu.Lock()
@@ -1193,13 +1220,18 @@ func reason(err error) string {
 
 // Probe samples the lock's keys on every node into the lock's record, for
 // the quorum check: a LockAll's keys, or a semaphore's slots, read together
-// on each node.
+// on each node; a reader's token among the readers (SampleReaders).
 func (hl *Held) Probe() {
 	h := hl.cl.c.H
 	h.mu.Lock()
-	keys := hl.Op.LockKeys()
+	keys, shared, token := hl.Op.LockKeys(), hl.Op.Shared(), hl.Op.Token
 	h.mu.Unlock()
-	ss := hl.cl.c.SampleAll(keys)
+	var ss []Sample
+	if shared {
+		ss = hl.cl.c.SampleReaders(keys[0], []string{token})
+	} else {
+		ss = hl.cl.c.SampleAll(keys)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	hl.Op.Probes = append(hl.Op.Probes, ss...)

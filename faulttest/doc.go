@@ -69,6 +69,11 @@
 // permits, an election's leadership and locks on several keys (LockAll),
 // recorded as acquisitions of their lock keys with what they are
 // (Op.Kind); the keys of a LockAll, or a semaphore's slots, are read
-// together on each node (Cluster.SampleAll). Check finds ten kinds of
-// violation in such a history; see Kind.
+// together on each node (Cluster.SampleAll). A read-write lock's readers
+// and writers are acquisitions of its key too (OpRead, OpWrite), readers
+// read as members of the key's readers (Cluster.SampleReaders); and an
+// adoption (Client.Adopt) is recorded as the adopted acquisition
+// continuing in another client (Op.Adopts), whose holder handed its token
+// over (Held.HandOver). Check finds eleven kinds of violation in such a
+// history; see Kind.
 package faulttest

@@ -161,7 +161,22 @@ const (
 	// OpLeader is a leadership of the election on Op.Key: Election.Campaign.
 	// Its term is Op.Fence.
 	OpLeader OpKind = "leader"
+	// OpRead is a reader's shared hold of the read-write lock on Op.Key:
+	// RWLock.RLock or TryRLock. Readers of a key may hold at once; a
+	// reader and any other hold of the key may not. On the nodes a reader
+	// is a member of the key's readers (wire.ReadersKey), which its probes
+	// read (Sample.Key is that set, NodeSample.Value the reader's token
+	// while it is a live member, Expires its expiry).
+	OpRead OpKind = "read"
+	// OpWrite is a writer's exclusive hold of the read-write lock on
+	// Op.Key: RWLock.Lock or TryLock. On the nodes a writer is the lock
+	// key holding its token, as a lock is.
+	OpWrite OpKind = "write"
 )
+
+// Shared reports whether op is a reader's hold, which other readers of the
+// key may share.
+func (op *Op) Shared() bool { return op.Kind == OpRead }
 
 // An Op is one acquisition call (Lock, TryLock, LockAll, TryLockAll, a
 // semaphore's Acquire or TryAcquire, an election's Campaign) and what
@@ -175,6 +190,20 @@ type Op struct {
 	// they are not just Key: every key of a LockAll, sorted; a permit's
 	// slot key. See LockKeys.
 	Keys []string `json:"keys,omitempty"`
+	// Adopts, for a call of Client.Adopt, is the ID of the acquisition
+	// whose hold it takes over by its token: the adoption is that hold
+	// continuing in another client, with the same Token, Kind and Keys.
+	// The adopted acquisition's holder stopped at its Handover.
+	Adopts int `json:"adopts,omitempty"`
+	// Handover, when not 0, is when the holder handed its token to another
+	// client (to Adopt) and stopped acting on its handle: its own claim
+	// ends there, and an adoption carries the hold on.
+	Handover Mono `json:"handover,omitempty"`
+	// WaitBoundMs, when not 0, is what the bound on a writer's wait (see
+	// Starved) allows for a round, its clean-up and the pause before the
+	// next, with the slack a scenario allows for a loaded machine, in
+	// milliseconds. Only writers that record it are judged.
+	WaitBoundMs int64 `json:"wait_bound_ms,omitempty"`
 	// Permits is a semaphore's number of permits, and Slot the slot of
 	// the permit obtained (permits only).
 	Permits int   `json:"permits,omitempty"`

@@ -76,7 +76,18 @@ func subtitle(h *History, vs []Violation) string {
 
 // what names what op asks for.
 func what(op *Op) string {
+	if op.Adopts != 0 {
+		return fmt.Sprintf("%s, adopted from call %d", whatKind(op), op.Adopts)
+	}
+	return whatKind(op)
+}
+
+func whatKind(op *Op) string {
 	switch op.Kind {
+	case OpRead:
+		return "a read of " + op.Key
+	case OpWrite:
+		return "the write lock " + op.Key
 	case OpAll:
 		return "the locks " + op.Key
 	case OpPermit:
@@ -136,6 +147,8 @@ func holdEnd(op *Op, to, cut Mono) (timeline.Kind, string) {
 		return timeline.Hold, "released"
 	case to == cut:
 		return timeline.Hold, "removed by an operator"
+	case op.Handover != 0 && to == op.Handover:
+		return timeline.Hold, "handed over"
 	}
 	for _, e := range op.Extends {
 		if e.Lost && to == e.Return {
