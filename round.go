@@ -124,13 +124,16 @@ type round struct {
 	verdict []NodeResult // results as they stood when decided; nil without an Observer
 	ok      bool
 	observe bool // the client has an Observer
+}
 
-	// The requests, results and decoded answers of a round on one node,
-	// which reqs, results and decoded then slice: one allocation less
-	// for each of them.
-	one        [1]request
-	oneResult  [1]NodeResult
-	oneDecoded [1]wire.Reply
+// A soloRound is a round on one node with its request, result and decoded
+// answer, which the round's reqs, results and decoded slice: one
+// allocation instead of four.
+type soloRound struct {
+	round
+	req     [1]request
+	result  [1]NodeResult
+	decoded [1]wire.Reply
 }
 
 // send sends call to every node at once. The requests are cut off after
@@ -149,19 +152,17 @@ type round struct {
 // the node's lane is busy and the request can join its next batch.
 func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, call wire.Call, after *round) *round {
 	n := len(c.nodes)
-	r := &round{
-		start:    time.Now(),
-		answered: make(chan int, n),
-		call:     call,
-		pending:  n,
-		observe:  c.opts.Observer != nil,
-		c:        c,
-	}
+	var r *round
 	if n == 1 {
-		r.reqs, r.results, r.decoded = r.one[:], r.oneResult[:], r.oneDecoded[:]
+		s := new(soloRound)
+		r = &s.round
+		r.reqs, r.results, r.decoded = s.req[:], s.result[:], s.decoded[:]
 	} else {
-		r.reqs, r.results, r.decoded = make([]request, n), make([]NodeResult, n), make([]wire.Reply, n)
+		r = &round{reqs: make([]request, n), results: make([]NodeResult, n), decoded: make([]wire.Reply, n)}
 	}
+	r.start = time.Now()
+	r.answered = make(chan int, n)
+	r.call, r.pending, r.observe, r.c = call, n, c.opts.Observer != nil, c
 	// All requests start together, so one deadline serves as the timeout
 	// of each; it is released when the last request returns. Collecting
 	// stops at the same deadline, which also bounds a Node that ignores
