@@ -27,9 +27,7 @@
 -- to delete, such a node keeps its counter as it is, like a node that the
 -- release did not reach; it cannot grant the lock until it can write
 -- again. Any other error of the counter's write is returned.
--- One MGET reads the key and its counter: a call less than two GETs.
-local got = redis.call('MGET', KEYS[1], KEYS[2])
-local v, c = got[1], tonumber(got[2])
+local v = redis.call('GET', KEYS[1])
 local status, told = 0, 0
 if v == ARGV[1] then
 	redis.call('DEL', KEYS[1])
@@ -41,6 +39,7 @@ if v == ARGV[1] then
 elseif v then
 	status = -1
 end
+local c = tonumber(redis.call('GET', KEYS[2]))
 local fence = tonumber(ARGV[2])
 if not c or c < fence then
 	local r = redis.pcall('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
