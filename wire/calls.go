@@ -46,7 +46,9 @@ type Set struct {
 	IntentTTL time.Duration
 
 	// names holds, for one key made by One, the key, its fence counter
-	// and its marker, named once for every call of the lock.
+	// and its marker, named once for every call of the lock. The calls
+	// share it: a prefix is cut with its capacity, so that a Node that
+	// appends to a call's keys cannot write into it.
 	names []string
 }
 
@@ -130,7 +132,7 @@ func (s Set) Release(token string, fence int64, fenceTTL time.Duration) Call {
 	case s.Permits > 0:
 		return Call{Script: releasePermitScript, Keys: s.slots(), Args: append(args, strconv.Itoa(s.Permits), strconv.Itoa(s.Slot), s.Name), Decode: decodeReleasePermit}
 	case s.Keys == nil:
-		return Call{Script: releaseScript, Keys: s.one()[:2], Args: args, Decode: decodeRelease}
+		return Call{Script: releaseScript, Keys: s.one()[:2:2], Args: args, Decode: decodeRelease}
 	}
 	return Call{Script: releaseAllScript, Keys: s.with(true, false), Args: append(args, strconv.Itoa(len(s.Keys))), Decode: decodeRelease}
 }
