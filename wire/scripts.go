@@ -9,6 +9,8 @@ import (
 var (
 	//go:embed lua/node.lua
 	nodeSrc string
+	//go:embed lua/counter.lua
+	counterSrc string
 	//go:embed lua/acquire.lua
 	acquireSrc string
 	//go:embed lua/release.lua
@@ -51,7 +53,7 @@ var (
 	adoptSrc string
 
 	acquireScript = driver.NewScript("acquire", nodeSrc+acquireSrc)
-	releaseScript = driver.NewScript("release", releaseSrc)
+	releaseScript = driver.NewScript("release", counterSrc+releaseSrc)
 	extendScript  = driver.NewScript("extend", extendSrc)
 	probeScript   = driver.NewScript("probe", nodeSrc+probeSrc)
 	// inspect writes nothing, which its flags tell Redis, so that it runs
@@ -61,13 +63,13 @@ var (
 
 	// The scripts of a lock on several keys.
 	acquireAllScript = driver.NewScript("acquire_all", nodeSrc+acquireAllSrc)
-	releaseAllScript = driver.NewScript("release_all", releaseAllSrc)
+	releaseAllScript = driver.NewScript("release_all", counterSrc+releaseAllSrc)
 	extendAllScript  = driver.NewScript("extend_all", extendAllSrc)
 
 	// The scripts of a semaphore; a permit is extended as a lock on its
 	// slot's key.
 	acquirePermitScript = driver.NewScript("acquire_permit", nodeSrc+acquirePermitSrc)
-	releasePermitScript = driver.NewScript("release_permit", releasePermitSrc)
+	releasePermitScript = driver.NewScript("release_permit", counterSrc+releasePermitSrc)
 
 	// The scripts of an election, besides the lock's.
 	electScript  = driver.NewScript("elect", holderSrc+electSrc)
@@ -77,7 +79,7 @@ var (
 	// and release its writer; and Adopt's, which only reads.
 	rwReadScript    = driver.NewScript("rw_read", nodeSrc+rwReadSrc)
 	rwWriteScript   = driver.NewScript("rw_write", nodeSrc+rwWriteSrc)
-	rwReleaseScript = driver.NewScript("rw_release", rwReleaseSrc)
+	rwReleaseScript = driver.NewScript("rw_release", counterSrc+rwReleaseSrc)
 	rwExtendScript  = driver.NewScript("rw_extend", rwExtendSrc)
 	rwDropScript    = driver.NewScript("rw_drop", rwDropSrc)
 	adoptScript     = driver.NewScript("adopt", "#!lua flags=no-writes\n"+adoptSrc)

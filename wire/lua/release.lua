@@ -17,16 +17,8 @@
 -- waiters poll.
 --
 -- On every node, whatever the key holds, the fence counter is raised to at
--- least the lock's fence, so that the next owner's fence exceeds it even on
--- nodes whose own counter was behind.
---
--- A node at its maxmemory with the noeviction policy refuses a script's
--- first write if that write may use memory (OOM). The deletion therefore
--- comes first: DEL frees memory and is always allowed, and once a script
--- has written, Redis lets the rest of it write too. When there is nothing
--- to delete, such a node keeps its counter as it is, like a node that the
--- release did not reach; it cannot grant the lock until it can write
--- again. Any other error of the counter's write is returned.
+-- least the lock's fence (see counter.lua, which runs before this and says
+-- why the deletion comes first).
 local v = redis.call('GET', KEYS[1])
 local status, told = 0, 0
 if v == ARGV[1] then
@@ -39,12 +31,8 @@ if v == ARGV[1] then
 elseif v then
 	status = -1
 end
-local c = tonumber(redis.call('GET', KEYS[2]))
-local fence = tonumber(ARGV[2])
-if not c or c < fence then
-	local r = redis.pcall('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-	if type(r) == 'table' and r.err and not string.find(r.err, '^%-?OOM') then
-		return redis.error_reply(r.err)
-	end
+local err = raise(KEYS[2], ARGV[2], ARGV[3])
+if err then
+	return redis.error_reply(err)
 end
 return {status, told}

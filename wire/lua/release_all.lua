@@ -24,14 +24,10 @@ for i = 1, n do
 		foreign = foreign + 1
 	end
 end
-local fence = tonumber(ARGV[2])
 for i = n + 1, 2 * n do
-	local c = tonumber(redis.call('GET', KEYS[i]))
-	if not c or c < fence then
-		local r = redis.pcall('SET', KEYS[i], ARGV[2], 'PX', ARGV[3])
-		if type(r) == 'table' and r.err and not string.find(r.err, '^%-?OOM') then
-			return redis.error_reply(r.err)
-		end
+	local err = raise(KEYS[i], ARGV[2], ARGV[3])
+	if err then
+		return redis.error_reply(err)
 	end
 end
 if deleted > 0 then

@@ -24,9 +24,8 @@
 -- whatever it holds. As in release.lua, deletions come before writes, so
 -- that a node out of memory still frees its slots.
 local n, own = tonumber(ARGV[4]), tonumber(ARGV[5])
-local fence = tonumber(ARGV[2])
 local status, told, free = 0, 0, 0
-local raise = {}
+local counters = {} -- to raise to the fence
 for slot = 0, n - 1 do
 	local v = redis.call('GET', KEYS[slot + 1])
 	if not v or v == ARGV[1] then
@@ -41,21 +40,18 @@ for slot = 0, n - 1 do
 		if type(t) == 'number' then
 			told = told + t
 		end
-		raise[#raise + 1] = KEYS[n + slot + 1]
+		counters[#counters + 1] = KEYS[n + slot + 1]
 	elseif v and slot == own then
 		status = -1
 	end
 end
 if own >= 0 and status ~= 1 then
-	raise[#raise + 1] = KEYS[n + own + 1]
+	counters[#counters + 1] = KEYS[n + own + 1]
 end
-for _, counter in ipairs(raise) do
-	local c = tonumber(redis.call('GET', counter))
-	if not c or c < fence then
-		local r = redis.pcall('SET', counter, ARGV[2], 'PX', ARGV[3])
-		if type(r) == 'table' and r.err and not string.find(r.err, '^%-?OOM') then
-			return redis.error_reply(r.err)
-		end
+for _, counter in ipairs(counters) do
+	local err = raise(counter, ARGV[2], ARGV[3])
+	if err then
+		return redis.error_reply(err)
 	end
 end
 return {status, told, free}

@@ -34,12 +34,8 @@ if score then
 		end
 	end
 end
-local c = tonumber(redis.call('GET', KEYS[2]))
-local fence = tonumber(ARGV[2])
-if not c or c < fence then
-	local r = redis.pcall('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-	if type(r) == 'table' and r.err and not string.find(r.err, '^%-?OOM') then
-		return redis.error_reply(r.err)
-	end
+local err = raise(KEYS[2], ARGV[2], ARGV[3])
+if err then
+	return redis.error_reply(err)
 end
 return {status, told}
