@@ -28,13 +28,7 @@
 -- has not gone back. It is written with %d: tostring would print 1.8e+15.
 local now = now_us()
 local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
-local start, maxttl = marker(KEYS[3], now, quarantine > 0)
-if quarantine > maxttl or ttl > maxttl then
-	maxttl = math.max(quarantine, ttl, maxttl)
-	redis.call('HSET', KEYS[3], 'maxttl', maxttl)
-end
--- After the node's clock has stepped back, start can lie ahead of now.
-local age = math.max(math.floor((now - start) / 1000), 0)
+local age, maxttl = standing(KEYS[3], now, ttl, quarantine)
 if quarantine > 0 and age < maxttl then
 	return {-1, maxttl - age, age, maxttl}
 end

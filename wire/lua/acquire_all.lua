@@ -16,12 +16,7 @@ local now = now_us()
 local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
 local age, maxttl
 for i = 2 * n + 1, #KEYS do
-	local start, m = marker(KEYS[i], now, quarantine > 0)
-	if quarantine > m or ttl > m then
-		m = math.max(quarantine, ttl, m)
-		redis.call('HSET', KEYS[i], 'maxttl', m)
-	end
-	local a = math.max(math.floor((now - start) / 1000), 0)
+	local a, m = standing(KEYS[i], now, ttl, quarantine)
 	age, maxttl = math.min(age or a, a), math.max(maxttl or m, m)
 end
 if quarantine > 0 and age < maxttl then

@@ -24,13 +24,7 @@
 local n, first = tonumber(ARGV[5]), tonumber(ARGV[6])
 local now = now_us()
 local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
-local mk = KEYS[2 * n + 1]
-local start, maxttl = marker(mk, now, quarantine > 0)
-if quarantine > maxttl or ttl > maxttl then
-	maxttl = math.max(quarantine, ttl, maxttl)
-	redis.call('HSET', mk, 'maxttl', maxttl)
-end
-local age = math.max(math.floor((now - start) / 1000), 0)
+local age, maxttl = standing(KEYS[2 * n + 1], now, ttl, quarantine)
 if quarantine > 0 and age < maxttl then
 	return {-1, maxttl - age, age, maxttl, -1}
 end

@@ -1,5 +1,7 @@
 -- node.lua: what every script that needs the node's clock and memory
--- starts with. It is prepended to acquire.lua and probe.lua.
+-- starts with. It is prepended to probe.lua and to the scripts that grant:
+-- acquire.lua, acquire_all.lua, acquire_permit.lua, rw_read.lua and
+-- rw_write.lua.
 --
 -- The node keeps a small hash per cluster hash slot, the marker (KEYS[3] in
 -- acquire, KEYS[1] in probe), with four fields:
@@ -99,4 +101,19 @@ local function marker(key, now, promotions)
 	end
 	redis.call('HSET', key, 'start', string.format('%d', start), 'lastsave', lastsave, 'replid', replid)
 	return start, maxttl
+end
+
+-- standing returns the node's age in the slot of the marker at key, in
+-- milliseconds, and the largest TTL the marker records, having first
+-- recorded ttl and quarantine (ms) there if either is larger. A script
+-- that grants refuses while quarantine > 0 and age < maxttl: the node
+-- restarted, or was promoted, too recently to know which locks it lost.
+local function standing(key, now, ttl, quarantine)
+	local start, maxttl = marker(key, now, quarantine > 0)
+	if quarantine > maxttl or ttl > maxttl then
+		maxttl = math.max(quarantine, ttl, maxttl)
+		redis.call('HSET', key, 'maxttl', maxttl)
+	end
+	-- After the node's clock has stepped back, start can lie ahead of now.
+	return math.max(math.floor((now - start) / 1000), 0), maxttl
 end

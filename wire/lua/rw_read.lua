@@ -24,12 +24,7 @@
 -- (counter + 1 at least) exceeds every reader's granted here.
 local now = now_us()
 local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
-local start, maxttl = marker(KEYS[5], now, quarantine > 0)
-if quarantine > maxttl or ttl > maxttl then
-	maxttl = math.max(quarantine, ttl, maxttl)
-	redis.call('HSET', KEYS[5], 'maxttl', maxttl)
-end
-local age = math.max(math.floor((now - start) / 1000), 0)
+local age, maxttl = standing(KEYS[5], now, ttl, quarantine)
 if quarantine > 0 and age < maxttl then
 	return {-1, maxttl - age, age, maxttl}
 end
