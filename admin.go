@@ -91,7 +91,7 @@ func (c *Client) States() []NodeState {
 func (c *Client) Probe(ctx context.Context) []NodeState {
 	r := c.send(ctx, c.opts.ReleaseTimeout, 1, wire.Probe(), nil)
 	r.drain()
-	r.decide(r.count(OK) == len(c.nodes))
+	r.decide(r.count(OutcomeOK) == len(c.nodes))
 	c.hooks.round(ctx, "probe", "", 1, r)
 	c.heard(ctx, r, 0)
 	c.mu.Lock()
@@ -99,7 +99,7 @@ func (c *Client) Probe(ctx context.Context) []NodeState {
 	for i := range c.states {
 		st, res := &c.states[i], r.results[i]
 		st.Age, st.MaxTTL, st.ClockOffset = 0, 0, 0
-		if res.Outcome != OK {
+		if res.Outcome != OutcomeOK {
 			continue
 		}
 		d := r.decoded[i]
@@ -221,7 +221,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (*Inspection, error) {
 func (c *Client) inspect(ctx context.Context, key string) *Inspection {
 	r := c.send(ctx, c.opts.ReleaseTimeout, 2, wire.InspectRW(key), nil)
 	r.drain()
-	r.decide(r.count(OK) == len(c.nodes))
+	r.decide(r.count(OutcomeOK) == len(c.nodes))
 	c.hooks.round(ctx, "inspect", key, 1, r)
 	ins := &Inspection{Key: key, Nodes: c.views(r)}
 	answered, holding := 0, map[string][]time.Duration{}
@@ -276,7 +276,7 @@ func (c *Client) views(r *round) []KeyView {
 	for i, res := range r.results {
 		v := &out[i]
 		v.Node, v.Outcome = res.Node, res.Outcome
-		if res.Outcome != OK {
+		if res.Outcome != OutcomeOK {
 			v.Err = res.Err
 			if v.Err == nil {
 				v.Err = errNoAnswer
@@ -355,7 +355,7 @@ func (c *Client) forceRelease(ctx context.Context, key, waitKey string) ([]KeyVi
 	}
 	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, call, nil)
 	r.drain()
-	ok := r.count(OK) >= c.quorum
+	ok := r.count(OutcomeOK) >= c.quorum
 	r.decide(ok)
 	c.hooks.round(ctx, "force-release", key, 1, r)
 	c.heard(ctx, r, 0)
@@ -363,7 +363,7 @@ func (c *Client) forceRelease(ctx context.Context, key, waitKey string) ([]KeyVi
 	var err error
 	if !ok {
 		e := &OpError{Op: "force-release", Key: key, Quorum: c.quorum, Rounds: 1, Nodes: r.results, Err: ErrNoQuorum}
-		if r.count(Refused) > len(c.nodes)-c.quorum {
+		if r.count(OutcomeRefused) > len(c.nodes)-c.quorum {
 			e.Err = ErrRefused
 		}
 		err = e
@@ -378,7 +378,7 @@ func (c *Client) fenceFloor(ctx context.Context, key string) (floor int64, maxTT
 	r := c.send(ctx, c.opts.ReleaseTimeout, 2, wire.Inspect(key), nil)
 	r.drain()
 	for i, res := range r.results {
-		if res.Outcome == OK {
+		if res.Outcome == OutcomeOK {
 			d := r.decoded[i]
 			floor = max(floor, d.Fence, d.Clock)
 			maxTTL = max(maxTTL, d.MaxTTL, d.TTL)
@@ -508,15 +508,15 @@ func (c *Client) heard(ctx context.Context, r *round, quarantine time.Duration) 
 		st := &c.states[i]
 		was := st.Health
 		switch {
-		case res.Outcome == NoAnswer && res.Err == nil:
+		case res.Outcome == OutcomeNoAnswer && res.Err == nil:
 			continue
-		case res.Outcome == Refused:
+		case res.Outcome == OutcomeRefused:
 			st.Health, st.Err, st.Until = NodeRefusing, res.Err, time.Time{}
-		case res.Outcome == Failed && answered(res.Err):
+		case res.Outcome == OutcomeFailed && answered(res.Err):
 			st.Health, st.Err, st.Until = NodeBusy, res.Err, time.Time{}
-		case res.Outcome == Failed || res.Outcome == NoAnswer:
+		case res.Outcome == OutcomeFailed || res.Outcome == OutcomeNoAnswer:
 			st.Health, st.Err, st.Until = NodeUnreachable, res.Err, time.Time{}
-		case res.Outcome == Quarantined:
+		case res.Outcome == OutcomeQuarantined:
 			st.Health, st.Err, st.Until = NodeQuarantined, nil, now.Add(res.TTL)
 		case r.decoded[i].Age >= 0 && r.decoded[i].Age < quarantine:
 			st.Health, st.Err, st.Until = NodeQuarantined, nil, now.Add(quarantine-r.decoded[i].Age)

@@ -308,7 +308,7 @@
 // fails with [ErrNoQuorum]. Any other error reply (NOAUTH, WRONGPASS,
 // NOPERM, WRONGTYPE, READONLY, MOVED, ASK, CROSSSLOT, OOM, MISCONF,
 // NOSCRIPT, ERR from an unknown command or a failing script) and a TLS
-// certificate that fails verification give the outcome [Refused], and the
+// certificate that fails verification give the outcome [OutcomeRefused], and the
 // node's state [NodeRefusing]. When the refusals alone leave a quorum out
 // of reach, Lock, TryLock, Extend and Release return at once with
 // [ErrRefused], whatever the context allows: the text names each node

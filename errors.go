@@ -119,7 +119,7 @@ func (e *OpError) Error() string {
 	if len(e.Nodes) > 0 {
 		ok := 0
 		for _, n := range e.Nodes {
-			if n.Outcome == OK {
+			if n.Outcome == OutcomeOK {
 				ok++
 			}
 		}
@@ -141,7 +141,7 @@ func refusals(nodes []NodeResult) string {
 	var msgs []string
 	by := map[string][]string{}
 	for _, n := range nodes {
-		if n.Outcome != Refused {
+		if n.Outcome != OutcomeRefused {
 			continue
 		}
 		m := n.Err.Error()
@@ -171,29 +171,29 @@ func reasonText(err error) string {
 type Outcome int
 
 const (
-	// NoAnswer means the node did not answer in time, or the outcome was
+	// OutcomeNoAnswer means the node did not answer in time, or the outcome was
 	// decided before its answer was needed.
-	NoAnswer Outcome = iota
-	// OK means the node did what was asked: it granted the lock, extended
+	OutcomeNoAnswer Outcome = iota
+	// OutcomeOK means the node did what was asked: it granted the lock, extended
 	// it or deleted our key.
-	OK
-	// Taken means the key on the node holds another owner's token.
-	Taken
-	// Absent means the key does not exist on the node (extend, release).
-	Absent
-	// Failed means the request failed in a way that may pass: the node
+	OutcomeOK
+	// OutcomeTaken means the key on the node holds another owner's token.
+	OutcomeTaken
+	// OutcomeAbsent means the key does not exist on the node (extend, release).
+	OutcomeAbsent
+	// OutcomeFailed means the request failed in a way that may pass: the node
 	// could not be reached, the connection broke, or the node answered
 	// that it is busy or loading its data. NodeResult.Err says why.
-	Failed
-	// Quarantined means the node restarted too recently to vote: it may
+	OutcomeFailed
+	// OutcomeQuarantined means the node restarted too recently to vote: it may
 	// have lost lock keys that are still valid elsewhere. NodeResult.TTL
 	// says how much longer it stays out.
-	Quarantined
-	// Refused means the node answered with an error that it will give
+	OutcomeQuarantined
+	// OutcomeRefused means the node answered with an error that it will give
 	// again however often the request is sent, such as WRONGPASS, NOPERM,
 	// WRONGTYPE, READONLY or OOM, or a TLS handshake that cannot succeed
 	// (see driver.IsCertificateError). NodeResult.Err says why.
-	Refused
+	OutcomeRefused
 )
 
 var outcomeNames = [...]string{"no answer", "ok", "taken", "absent", "failed", "quarantined", "refused"}
@@ -218,14 +218,14 @@ type NodeResult struct {
 func (r NodeResult) String() string {
 	s := r.Node + " " + r.Outcome.String()
 	switch {
-	case r.Outcome == Taken && r.TTL > 0:
+	case r.Outcome == OutcomeTaken && r.TTL > 0:
 		s += " (expires in " + r.TTL.String() + ")"
-	case r.Outcome == Quarantined:
+	case r.Outcome == OutcomeQuarantined:
 		s += " (votes again in " + r.TTL.String() + ")"
 	case r.Err != nil:
 		s += ": " + r.Err.Error()
 	}
-	if r.Outcome != NoAnswer {
+	if r.Outcome != OutcomeNoAnswer {
 		s += " in " + r.Latency.Round(time.Microsecond).String()
 	}
 	return s

@@ -211,9 +211,9 @@ func TestTokens(t *testing.T) {
 
 func TestOpError(t *testing.T) {
 	e := &OpError{Op: "acquire", Key: "k", Quorum: 2, Rounds: 3, Err: ErrTaken, Nodes: []NodeResult{
-		{Node: "n1", Outcome: OK, Latency: time.Millisecond},
-		{Node: "n2", Outcome: Taken, TTL: 2 * time.Second, Latency: time.Millisecond},
-		{Node: "n3", Outcome: Failed, Err: errors.New("connection refused"), Latency: time.Millisecond},
+		{Node: "n1", Outcome: OutcomeOK, Latency: time.Millisecond},
+		{Node: "n2", Outcome: OutcomeTaken, TTL: 2 * time.Second, Latency: time.Millisecond},
+		{Node: "n3", Outcome: OutcomeFailed, Err: errors.New("connection refused"), Latency: time.Millisecond},
 	}}
 	var err error = e
 	if !errors.Is(err, ErrTaken) || errors.Is(err, ErrNoQuorum) || errors.Is(err, context.Canceled) {
@@ -238,7 +238,7 @@ func TestOpError(t *testing.T) {
 	if !errors.As(fmtWrap(err), &oe) || oe.Nodes[2].Node != "n3" {
 		t.Fatal("errors.As through a wrapper")
 	}
-	if Outcome(42).String() != "Outcome(42)" || NoAnswer.String() != "no answer" {
+	if Outcome(42).String() != "Outcome(42)" || OutcomeNoAnswer.String() != "no answer" {
 		t.Fatal("Outcome.String")
 	}
 }
@@ -276,20 +276,20 @@ func TestRoundQuarantine(t *testing.T) {
 	// second is demoted too and keeps what it is owed.
 	r := &round{results: make([]NodeResult, 3), decoded: []wire.Reply{{Age: time.Second}, {Age: 5 * time.Second}, {Age: 10 * time.Second}}}
 	for i := range r.results {
-		r.results[i].Outcome = OK
+		r.results[i].Outcome = OutcomeOK
 	}
 	r.quarantine(4 * time.Second)
-	if got := [3]Outcome{r.results[0].Outcome, r.results[1].Outcome, r.results[2].Outcome}; got != [3]Outcome{Quarantined, OK, OK} {
+	if got := [3]Outcome{r.results[0].Outcome, r.results[1].Outcome, r.results[2].Outcome}; got != [3]Outcome{OutcomeQuarantined, OutcomeOK, OutcomeOK} {
 		t.Fatalf("bar 4s: %v", got)
 	}
 	r.quarantine(6 * time.Second)
-	if r.results[1].Outcome != Quarantined || r.results[1].TTL != time.Second || r.results[0].TTL != 3*time.Second || r.results[2].Outcome != OK {
+	if r.results[1].Outcome != OutcomeQuarantined || r.results[1].TTL != time.Second || r.results[0].TTL != 3*time.Second || r.results[2].Outcome != OutcomeOK {
 		t.Fatalf("bar 6s: %+v", r.results)
 	}
 }
 
 func TestNodeHealthString(t *testing.T) {
-	if NodeQuarantined.String() != "quarantined" || NodeHealth(9).String() != "NodeHealth(9)" || Quarantined.String() != "quarantined" {
+	if NodeQuarantined.String() != "quarantined" || NodeHealth(9).String() != "NodeHealth(9)" || OutcomeQuarantined.String() != "quarantined" {
 		t.Fatal("String")
 	}
 }
@@ -401,7 +401,7 @@ func TestCollectHearsEveryoneBeforeTrustingYoungNodes(t *testing.T) {
 	if r.collect(2, 300*time.Millisecond) {
 		t.Fatal("a quorum of young nodes was trusted before the survivor's answer raised the bar to 1s")
 	}
-	if got := [3]Outcome{r.results[0].Outcome, r.results[1].Outcome, r.results[2].Outcome}; got != [3]Outcome{Quarantined, Quarantined, Taken} {
+	if got := [3]Outcome{r.results[0].Outcome, r.results[1].Outcome, r.results[2].Outcome}; got != [3]Outcome{OutcomeQuarantined, OutcomeQuarantined, OutcomeTaken} {
 		t.Fatalf("outcomes %v", got)
 	}
 	// When nobody knows of a longer lock, the same grants stand.
@@ -566,7 +566,7 @@ func TestExtendFollowsEachNodesAcquire(t *testing.T) {
 // TestOutcomeOfStatus checks that the statuses of decoded replies have the
 // values of the Outcomes of the same names, as round.record converts them.
 func TestOutcomeOfStatus(t *testing.T) {
-	for s, o := range map[wire.Status]Outcome{wire.OK: OK, wire.Taken: Taken, wire.Absent: Absent, wire.Failed: Failed, wire.Quarantined: Quarantined} {
+	for s, o := range map[wire.Status]Outcome{wire.OK: OutcomeOK, wire.Taken: OutcomeTaken, wire.Absent: OutcomeAbsent, wire.Failed: OutcomeFailed, wire.Quarantined: OutcomeQuarantined} {
 		if Outcome(s) != o || Outcome(s).String() != o.String() {
 			t.Errorf("status %d is outcome %v, want %v", s, Outcome(s), o)
 		}

@@ -99,9 +99,9 @@ func TestReplyErrorCode(t *testing.T) {
 func TestOpErrorRefused(t *testing.T) {
 	wrongpass := errReply("WRONGPASS invalid username-password pair or user is disabled.")
 	e := &OpError{Op: "acquire", Key: "k", Quorum: 2, Rounds: 1, Err: ErrRefused, Nodes: []NodeResult{
-		{Node: "n1", Outcome: Refused, Err: wrongpass, Latency: time.Millisecond},
-		{Node: "n2", Outcome: Refused, Err: wrongpass, Latency: time.Millisecond},
-		{Node: "n3", Outcome: Refused, Err: errReply("NOAUTH Authentication required."), Latency: time.Millisecond},
+		{Node: "n1", Outcome: OutcomeRefused, Err: wrongpass, Latency: time.Millisecond},
+		{Node: "n2", Outcome: OutcomeRefused, Err: wrongpass, Latency: time.Millisecond},
+		{Node: "n3", Outcome: OutcomeRefused, Err: errReply("NOAUTH Authentication required."), Latency: time.Millisecond},
 	}}
 	var err error = e
 	if !errors.Is(err, ErrRefused) || errors.Is(err, ErrNoQuorum) || errors.Is(err, ErrTaken) {
@@ -116,7 +116,7 @@ func TestOpErrorRefused(t *testing.T) {
 	if strings.Contains(err.Error(), "reachable") {
 		t.Fatalf("a refusal called unreachable: %s", err)
 	}
-	if Refused.String() != "refused" || NodeRefusing.String() != "refusing" {
+	if OutcomeRefused.String() != "refused" || NodeRefusing.String() != "refusing" {
 		t.Fatal("String")
 	}
 }
@@ -151,7 +151,7 @@ func TestLockReturnsAtOnceWhenRefused(t *testing.T) {
 	if !errors.Is(err, ErrRefused) || !errors.As(err, &oe) || oe.Rounds != 1 {
 		t.Fatalf("Lock = %v, want ErrRefused after one round", err)
 	}
-	if got := [3]Outcome{oe.Nodes[0].Outcome, oe.Nodes[1].Outcome, oe.Nodes[2].Outcome}; got != [3]Outcome{Refused, Refused, Failed} {
+	if got := [3]Outcome{oe.Nodes[0].Outcome, oe.Nodes[1].Outcome, oe.Nodes[2].Outcome}; got != [3]Outcome{OutcomeRefused, OutcomeRefused, OutcomeFailed} {
 		t.Fatalf("outcomes %v", got)
 	}
 	st := c.States()

@@ -36,7 +36,7 @@ func validUntil(start time.Time, ttl, drift time.Duration) time.Time {
 func (c *Client) cleanUp(ctx context.Context, key string, acq *round) *round {
 	acq.drain()
 	r := c.releaseRound(ctx, nil, acq.call.Undo(acq.fence, c.fenceTTL(0)), true)
-	reached := r.count(OK) + r.count(Absent) + r.count(Taken)
+	reached := r.count(OutcomeOK) + r.count(OutcomeAbsent) + r.count(OutcomeTaken)
 	r.decide(reached == len(c.nodes))
 	if reached < len(c.nodes) {
 		c.log.Warn("redlock: clean-up of a failed acquisition did not reach every node; the keys left expire with their TTL",
@@ -297,12 +297,12 @@ func (r *round) granted(quorum int, quarantine time.Duration) bool {
 // A lock has one slot, 0; a semaphore's nodes may grant different ones.
 func (r *round) votes() (best, slot int) {
 	for i, res := range r.results {
-		if res.Outcome != OK {
+		if res.Outcome != OutcomeOK {
 			continue
 		}
 		s, n := r.decoded[i].Slot, 0
 		for j := range r.results {
-			if r.results[j].Outcome == OK && r.decoded[j].Slot == s {
+			if r.results[j].Outcome == OutcomeOK && r.decoded[j].Slot == s {
 				n++
 			}
 		}
@@ -317,7 +317,7 @@ func (r *round) votes() (best, slot int) {
 func (r *round) fenceOf(slot int) int64 {
 	var f int64
 	for i, res := range r.results {
-		if res.Outcome == OK && r.decoded[i].Slot == slot {
+		if res.Outcome == OutcomeOK && r.decoded[i].Slot == slot {
 			f = max(f, res.Fence)
 		}
 	}
@@ -329,7 +329,7 @@ func (r *round) fenceOf(slot int) int64 {
 func (r *round) leansOnUnheard(horizon time.Duration) bool {
 	for i, res := range r.results {
 		age := r.decoded[i].Age
-		if res.Outcome != OK || age >= horizon {
+		if res.Outcome != OutcomeOK || age >= horizon {
 			continue
 		}
 		// The node read its clock between the round's start and its
@@ -346,8 +346,8 @@ func (r *round) leansOnUnheard(horizon time.Duration) bool {
 // quarantine turns the grants of nodes younger than q into Quarantined.
 func (r *round) quarantine(q time.Duration) {
 	for i := range r.results {
-		if res, age := &r.results[i], r.decoded[i].Age; res.Outcome == OK && age < q {
-			res.Outcome, res.TTL = Quarantined, q-age
+		if res, age := &r.results[i], r.decoded[i].Age; res.Outcome == OutcomeOK && age < q {
+			res.Outcome, res.TTL = OutcomeQuarantined, q-age
 		}
 	}
 }
@@ -368,7 +368,7 @@ func (r *round) drain() {
 	for r.pending > 0 {
 		if !r.next() {
 			for i := range r.results {
-				if r.results[i].Outcome == NoAnswer && r.results[i].Err == nil {
+				if r.results[i].Outcome == OutcomeNoAnswer && r.results[i].Err == nil {
 					r.results[i].Err = errNoAnswer
 				}
 			}
@@ -404,17 +404,17 @@ func (r *round) record(q *request) {
 	res := &r.results[q.node]
 	res.Latency = q.latency
 	if q.err != nil {
-		res.Outcome, res.Err = Failed, q.err
+		res.Outcome, res.Err = OutcomeFailed, q.err
 		if refused(q.err) {
-			res.Outcome = Refused
+			res.Outcome = OutcomeRefused
 		}
 		return
 	}
 	d := r.call.Decode(q.val)
 	res.Outcome, res.TTL, res.Fence, res.Err = Outcome(d.Status), d.TTL, d.Fence, d.Err
-	if q.retry && res.Outcome == Absent {
+	if q.retry && res.Outcome == OutcomeAbsent {
 		// The failed try may have deleted the key itself.
-		res.Outcome = OK
+		res.Outcome = OutcomeOK
 	}
 	if d.Status != wire.Failed {
 		r.decoded[q.node] = d
@@ -429,7 +429,7 @@ func (r *round) record(q *request) {
 // its one slot; for a permit, whether the semaphore was full.
 func (r *round) full() bool {
 	for i, res := range r.results {
-		if res.Outcome == OK && r.decoded[i].Free <= 1 {
+		if res.Outcome == OutcomeOK && r.decoded[i].Free <= 1 {
 			return true
 		}
 	}
@@ -456,7 +456,7 @@ func (r *round) acquireFailure(granted bool) error {
 	switch {
 	case granted:
 		return ErrExpired
-	case r.count(OK)+r.count(Taken) >= r.c.quorum:
+	case r.count(OutcomeOK)+r.count(OutcomeTaken) >= r.c.quorum:
 		return ErrTaken
 	case r.refusedQuorum():
 		return ErrRefused
@@ -467,13 +467,13 @@ func (r *round) acquireFailure(granted bool) error {
 // refusedQuorum reports whether so many nodes refused the round that no
 // quorum could have agreed: more than N − quorum.
 func (r *round) refusedQuorum() bool {
-	return r.count(Refused) > len(r.results)-r.c.quorum
+	return r.count(OutcomeRefused) > len(r.results)-r.c.quorum
 }
 
 // lostQuorum reports whether so many nodes no longer hold the lock's
 // token (taken over, or absent) that no quorum holds it.
 func (r *round) lostQuorum() bool {
-	return r.count(Taken)+r.count(Absent) > len(r.results)-r.c.quorum
+	return r.count(OutcomeTaken)+r.count(OutcomeAbsent) > len(r.results)-r.c.quorum
 }
 
 // expired returns ctx.Err(), or context.DeadlineExceeded once ctx's

@@ -132,7 +132,7 @@ func (rw *RWLock) obtain(ctx context.Context, ttl time.Duration, kind wire.Kind,
 	// reader live there alone) recorded it. A node that answers after
 	// the quorum keeps what it recorded until IntentTTL: that slows the
 	// readers down on that node only, and never lets anyone in.
-	if l.last.count(Taken) > 0 {
+	if l.last.count(OutcomeTaken) > 0 {
 		c.dropIntent(ctx, ks, l.last)
 	}
 	return l, nil
@@ -142,7 +142,7 @@ func (rw *RWLock) obtain(ctx context.Context, ttl time.Duration, kind wire.Kind,
 // round prev if there is one, as a release would.
 func (c *Client) dropIntent(ctx context.Context, ks keyset, prev *round) {
 	r := c.releaseRound(ctx, prev, ks.DropIntent(), false)
-	r.decide(r.count(OK)+r.count(Absent) >= c.quorum)
+	r.decide(r.count(OutcomeOK)+r.count(OutcomeAbsent) >= c.quorum)
 	c.hooks.round(ctx, "drop-intent", ks.Name, 1, r)
 }
 

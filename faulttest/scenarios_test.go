@@ -959,7 +959,7 @@ func lateExtendRelease(r *run) {
 		if hb == nil {
 			r.Fatal("b never obtained the lock")
 		}
-		if oe != nil && countOutcome(oe, redlock.Taken) == 0 {
+		if oe != nil && countOutcome(oe, redlock.OutcomeTaken) == 0 {
 			r.Errorf("a's release did not arrive after b took over (%v): the scenario shows nothing", oe)
 		}
 		hb.Probe()

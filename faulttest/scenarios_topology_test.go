@@ -212,7 +212,7 @@ func failover(r *run, quarantine bool, ttlA time.Duration, promote func()) {
 	refused := 0
 	for _, op := range r.ops(func(op *Op) bool { return contenders(op) && !op.OK }) {
 		for _, o := range op.Outcomes {
-			if o == redlock.Quarantined.String() {
+			if o == redlock.OutcomeQuarantined.String() {
 				refused++
 				break
 			}

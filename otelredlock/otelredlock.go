@@ -405,14 +405,14 @@ func (o *Observer) round(ctx context.Context, e redlock.RoundEvent) {
 	for _, r := range e.Nodes {
 		n := o.node(r.Node)
 		switch {
-		case r.Outcome == redlock.Failed || r.Outcome == redlock.Refused || r.Outcome == redlock.NoAnswer && r.Err != nil:
+		case r.Outcome == redlock.OutcomeFailed || r.Outcome == redlock.OutcomeRefused || r.Outcome == redlock.OutcomeNoAnswer && r.Err != nil:
 			out := nodeOutcome(r.Outcome)
 			a, ok := n.errors[[2]string{e.Op, out}]
 			if !ok {
 				a = o.attrs(n.name, keyOperation.String(e.Op), keyNodeOutcome.String(out))
 			}
 			o.nodeErrors.Add(ctx, 1, a)
-		case r.Outcome != redlock.NoAnswer:
+		case r.Outcome != redlock.OutcomeNoAnswer:
 			a, ok := n.latency[e.Op]
 			if !ok {
 				a = o.attrs(n.name, keyOperation.String(e.Op))
@@ -435,11 +435,11 @@ func (o *Observer) round(ctx context.Context, e redlock.RoundEvent) {
 		attrs := make([]attribute.KeyValue, 0, 5)
 		attrs = append(attrs, keyNode.String(r.Node), keyNodeOutcome.String(nodeOutcome(r.Outcome)))
 		at := e.Start.Add(e.Duration)
-		if r.Outcome != redlock.NoAnswer {
+		if r.Outcome != redlock.OutcomeNoAnswer {
 			at = e.Start.Add(r.Latency)
 			attrs = append(attrs, keyNodeLatency.Float64(ms(r.Latency)))
 		}
-		if r.Outcome == redlock.Taken || r.Outcome == redlock.Quarantined {
+		if r.Outcome == redlock.OutcomeTaken || r.Outcome == redlock.OutcomeQuarantined {
 			attrs = append(attrs, keyNodeTTL.Int64(r.TTL.Milliseconds()))
 		}
 		if r.Err != nil {
@@ -503,19 +503,19 @@ func outcome(err error) string {
 // nodeOutcome names what a node did.
 func nodeOutcome(o redlock.Outcome) string {
 	switch o {
-	case redlock.NoAnswer:
+	case redlock.OutcomeNoAnswer:
 		return "no_answer"
-	case redlock.OK:
+	case redlock.OutcomeOK:
 		return "ok"
-	case redlock.Taken:
+	case redlock.OutcomeTaken:
 		return "taken"
-	case redlock.Absent:
+	case redlock.OutcomeAbsent:
 		return "absent"
-	case redlock.Failed:
+	case redlock.OutcomeFailed:
 		return "failed"
-	case redlock.Quarantined:
+	case redlock.OutcomeQuarantined:
 		return "quarantined"
-	case redlock.Refused:
+	case redlock.OutcomeRefused:
 		return "refused"
 	}
 	return "other"

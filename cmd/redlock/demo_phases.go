@@ -212,7 +212,7 @@ func (d *demo) phase3Line(ctx context.Context) {
 // demoResultText describes what a node did in a round that failed.
 func demoResultText(r redlock.NodeResult) string {
 	switch r.Outcome {
-	case redlock.OK:
+	case redlock.OutcomeOK:
 		return "granted (and was released again: too few grants for a quorum)"
 	}
 	return resultText(r)

@@ -248,14 +248,14 @@ func readQuorumText(oe *redlock.OpError) string {
 	var b strings.Builder
 	ok := 0
 	for _, n := range oe.Nodes {
-		if n.Outcome == redlock.OK {
+		if n.Outcome == redlock.OutcomeOK {
 			ok++
 		}
 	}
 	fmt.Fprintf(&b, "too few nodes answered (%d of %d, %d needed):", ok, len(oe.Nodes), oe.Quorum)
 	for _, n := range oe.Nodes {
 		text := "answered"
-		if n.Outcome != redlock.OK {
+		if n.Outcome != redlock.OutcomeOK {
 			text = resultText(n)
 		}
 		fmt.Fprintf(&b, "\n  %s %s", n.Node, text)

@@ -424,7 +424,7 @@ func newReport(ins *redlock.Inspection, quorum int, states []redlock.NodeState, 
 			}
 		}
 		if v.Err != nil {
-			n.ReadError, n.readErr, n.refused = describeErr(v.Err), v.Err, v.Outcome == redlock.Refused
+			n.ReadError, n.readErr, n.refused = describeErr(v.Err), v.Err, v.Outcome == redlock.OutcomeRefused
 			continue
 		}
 		if v.Age >= 0 && v.Age < quarantine && (n.State == "" || n.State == redlock.NodeHealthy.String() || n.State == redlock.NodeQuarantined.String()) {

@@ -84,7 +84,7 @@ func refusalStatus(err error) int {
 	var oe *redlock.OpError
 	if errors.As(err, &oe) {
 		for _, n := range oe.Nodes {
-			if n.Outcome == redlock.Refused && permissionCodes[errorCode(n.Err)] {
+			if n.Outcome == redlock.OutcomeRefused && permissionCodes[errorCode(n.Err)] {
 				return exitNoPerm
 			}
 		}
@@ -100,7 +100,7 @@ func refusedText(op *redlock.OpError) string {
 	}
 	refused := 0
 	for _, n := range op.Nodes {
-		if n.Outcome == redlock.Refused {
+		if n.Outcome == redlock.OutcomeRefused {
 			refused++
 		}
 	}
@@ -109,7 +109,7 @@ func refusedText(op *redlock.OpError) string {
 	var order []string
 	for _, n := range op.Nodes {
 		fmt.Fprintf(&b, "\n  %s %s", n.Node, resultText(n))
-		if n.Outcome != redlock.Refused {
+		if n.Outcome != redlock.OutcomeRefused {
 			continue
 		}
 		if h := refusalHint(n.Err); h != "" && !hints[h] {

@@ -245,7 +245,7 @@ func runRelease(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, 
 		n := &rep.Nodes[i]
 		n.Node = v.Node
 		if v.Err != nil {
-			n.Error, n.err, n.refused = describeErr(v.Err), v.Err, v.Outcome == redlock.Refused
+			n.Error, n.err, n.refused = describeErr(v.Err), v.Err, v.Outcome == redlock.OutcomeRefused
 			continue
 		}
 		rep.Confirmed++

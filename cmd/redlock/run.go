@@ -567,7 +567,7 @@ func noQuorumText(c *redlock.Client, op *redlock.OpError) string {
 	if op != nil && len(op.Nodes) > 0 {
 		ok := 0
 		for _, n := range op.Nodes {
-			if n.Outcome == redlock.OK || n.Outcome == redlock.Taken {
+			if n.Outcome == redlock.OutcomeOK || n.Outcome == redlock.OutcomeTaken {
 				ok++
 			}
 		}
@@ -579,7 +579,7 @@ func noQuorumText(c *redlock.Client, op *redlock.OpError) string {
 		quarantined := false
 		for _, n := range op.Nodes {
 			fmt.Fprintf(&b, "\n  %s %s", n.Node, resultText(n))
-			quarantined = quarantined || n.Outcome == redlock.Quarantined
+			quarantined = quarantined || n.Outcome == redlock.OutcomeQuarantined
 		}
 		if quarantined {
 			b.WriteString("\n" + quarantineHint)
@@ -601,17 +601,17 @@ func noQuorumText(c *redlock.Client, op *redlock.OpError) string {
 // gives durations unrounded.
 func resultText(n redlock.NodeResult) string {
 	switch n.Outcome {
-	case redlock.OK:
+	case redlock.OutcomeOK:
 		return "granted"
-	case redlock.Taken:
+	case redlock.OutcomeTaken:
 		return "held by another owner"
-	case redlock.Quarantined:
+	case redlock.OutcomeQuarantined:
 		return fmt.Sprintf("quarantined for %v more", roundDur(n.TTL))
-	case redlock.Failed:
+	case redlock.OutcomeFailed:
 		return "failed: " + describeErr(n.Err)
-	case redlock.Refused:
+	case redlock.OutcomeRefused:
 		return "refused: " + describeErr(n.Err)
-	case redlock.NoAnswer:
+	case redlock.OutcomeNoAnswer:
 		if n.Err != nil {
 			return "no answer: " + describeErr(n.Err)
 		}

@@ -44,11 +44,11 @@ func TestHistoryChecks(t *testing.T) {
 // keeps the holder's key: the quorum-th longest of its TTLs.
 func TestNewReport(t *testing.T) {
 	held := func(holder string, ttl time.Duration) redlock.KeyView {
-		return redlock.KeyView{Outcome: redlock.OK, Held: true, Holder: holder, Owner: "o-" + holder, TTL: ttl, Fence: 7}
+		return redlock.KeyView{Outcome: redlock.OutcomeOK, Held: true, Holder: holder, Owner: "o-" + holder, TTL: ttl, Fence: 7}
 	}
-	empty := redlock.KeyView{Outcome: redlock.OK}
-	down := redlock.KeyView{Outcome: redlock.Failed, Err: errors.New("connection refused")}
-	wrongtype := redlock.KeyView{Outcome: redlock.Refused, Err: errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")}
+	empty := redlock.KeyView{Outcome: redlock.OutcomeOK}
+	down := redlock.KeyView{Outcome: redlock.OutcomeFailed, Err: errors.New("connection refused")}
+	wrongtype := redlock.KeyView{Outcome: redlock.OutcomeRefused, Err: errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")}
 	for _, tc := range []struct {
 		state   redlock.KeyState
 		holder  string

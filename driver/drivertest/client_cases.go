@@ -130,7 +130,7 @@ func (s *suite) testLockRelease(t *testing.T, n int, unix bool) {
 	_, err = b.TryLock(ctx, key, 10*time.Second)
 	oe := mustOpError(t, err, redlock.ErrTaken)
 	for i, nr := range oe.Nodes {
-		if nr.Outcome != redlock.Taken && nr.Outcome != redlock.NoAnswer {
+		if nr.Outcome != redlock.OutcomeTaken && nr.Outcome != redlock.OutcomeNoAnswer {
 			t.Errorf("node %d (%s): outcome %v, want taken", i, nr.Node, nr.Outcome)
 		}
 	}
@@ -207,7 +207,7 @@ func (s *suite) testSubsetsDown(t *testing.T, n int) {
 			_, err := c.TryLock(ctx, key, 10*time.Second)
 			oe := mustOpError(t, err, redlock.ErrNoQuorum)
 			for i, nr := range oe.Nodes {
-				if down&(1<<i) != 0 && nr.Outcome != redlock.Failed {
+				if down&(1<<i) != 0 && nr.Outcome != redlock.OutcomeFailed {
 					t.Errorf("down=%0*b: killed node %d has outcome %v", n, down, i, nr.Outcome)
 				}
 			}
@@ -231,7 +231,7 @@ func (s *suite) testTaken(t *testing.T) {
 		t.Fatalf("OpError %+v, want 3 rounds of acquire on %q with quorum 2", oe, key)
 	}
 	for _, nr := range oe.Nodes {
-		if nr.Outcome != redlock.Taken || nr.TTL <= 0 || nr.TTL > 10*time.Second {
+		if nr.Outcome != redlock.OutcomeTaken || nr.TTL <= 0 || nr.TTL > 10*time.Second {
 			t.Errorf("node %s: %v with TTL %v, want taken with the holder's TTL", nr.Node, nr.Outcome, nr.TTL)
 		}
 	}

@@ -128,10 +128,10 @@ func (s *suite) testInspectErrors(t *testing.T) {
 		t.Errorf("one answer of three: %v, want unknown", ins.State)
 	}
 	wrong, dead := ins.Nodes[0], ins.Nodes[2]
-	if wrong.Outcome != redlock.Refused || !strings.Contains(errString(wrong.Err), "WRONGTYPE") {
+	if wrong.Outcome != redlock.OutcomeRefused || !strings.Contains(errString(wrong.Err), "WRONGTYPE") {
 		t.Errorf("node with a hash: %+v, want refused with WRONGTYPE", wrong)
 	}
-	if dead.Err == nil || dead.Outcome == redlock.Refused || dead.Outcome == redlock.OK {
+	if dead.Err == nil || dead.Outcome == redlock.OutcomeRefused || dead.Outcome == redlock.OutcomeOK {
 		t.Errorf("killed node: %+v, want an error that is not a refusal", dead)
 	}
 	if v := ins.Nodes[1]; !v.Held || v.Holder != l.ID() {

@@ -105,7 +105,7 @@ func (s *suite) testObserver(t *testing.T) {
 	}
 	granted := 0
 	for _, n := range round.Nodes {
-		if n.Outcome == redlock.OK {
+		if n.Outcome == redlock.OutcomeOK {
 			granted++
 		}
 	}
@@ -153,10 +153,10 @@ func (s *suite) testObserver(t *testing.T) {
 		})
 		taken := 0
 		for _, nr := range r.Nodes {
-			if nr.Outcome == redlock.OK {
+			if nr.Outcome == redlock.OutcomeOK {
 				t.Errorf("acquire round %d: node %s granted a held lock", n, nr.Node)
 			}
-			if nr.Outcome == redlock.Taken {
+			if nr.Outcome == redlock.OutcomeTaken {
 				taken++
 			}
 		}
@@ -186,7 +186,7 @@ func (s *suite) testObserver(t *testing.T) {
 	}
 	c.Probe(ctx)
 	ev = rec.take()
-	if e := one(t, ev, "probe round", func(op string, e redlock.RoundEvent) bool { return e.Op == "probe" }); e.OK || e.Nodes[0].Outcome != redlock.Failed {
+	if e := one(t, ev, "probe round", func(op string, e redlock.RoundEvent) bool { return e.Op == "probe" }); e.OK || e.Nodes[0].Outcome != redlock.OutcomeFailed {
 		t.Errorf("probe round %+v, want node 0 failed", e)
 	}
 	down := one(t, ev, "node down", func(op string, e redlock.NodeEvent) bool { return e.State.Health == redlock.NodeUnreachable })

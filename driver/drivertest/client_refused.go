@@ -129,7 +129,7 @@ func (s *suite) testRefusedWrongType(t *testing.T) {
 	if strings.Contains(err.Error(), "no quorum") {
 		t.Errorf("error %q speaks of no quorum", err)
 	}
-	if oe.Nodes[2].Outcome == redlock.Refused {
+	if oe.Nodes[2].Outcome == redlock.OutcomeRefused {
 		t.Errorf("the node without the hash refused: %v", oe.Nodes[2])
 	}
 	_, err = c.Lock(ctx, key, 10*time.Second)
@@ -240,7 +240,7 @@ func mustRefuse(t *testing.T, err error, code string) *redlock.OpError {
 		t.Errorf("error %q does not name %s, or speaks of reachability", err, code)
 	}
 	for _, n := range oe.Nodes {
-		if n.Outcome != redlock.Refused {
+		if n.Outcome != redlock.OutcomeRefused {
 			continue
 		}
 		var reply *driver.ReplyError

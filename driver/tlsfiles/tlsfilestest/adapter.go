@@ -248,7 +248,7 @@ func testRefusals(t *testing.T, dial Dialer) {
 				t.Fatalf("Lock = %v; want ErrRefused after one round", err)
 			}
 			res := oe.Nodes[0]
-			if res.Outcome != redlock.Refused || !driver.IsCertificateError(res.Err) || !r.check(res.Err) {
+			if res.Outcome != redlock.OutcomeRefused || !driver.IsCertificateError(res.Err) || !r.check(res.Err) {
 				t.Fatalf("node %s %v: %v (%T); want a refusal with %s", res.Node, res.Outcome, res.Err, res.Err, r.want)
 			}
 			if st := c.States()[0]; st.Health != redlock.NodeRefusing {
