@@ -47,7 +47,7 @@ import (
 // the wait, the error wraps ctx.Err() as well as the reason of the last
 // completed round.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
-	return c.obtain(ctx, keyset{Set: wire.One(key)}, CheckKey(key), ttl, true)
+	return c.obtain(ctx, keyset{Set: wire.One(key)}, checkKey(key), ttl, true)
 }
 
 // TryLock makes one attempt to obtain the lock on key for ttl.
@@ -57,7 +57,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 // error is an *OpError wrapping ErrTaken, ErrNoQuorum, ErrRefused or
 // ErrExpired; a bad key or ttl gives an error wrapping ErrInvalid.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
-	return c.obtain(ctx, keyset{Set: wire.One(key)}, CheckKey(key), ttl, false)
+	return c.obtain(ctx, keyset{Set: wire.One(key)}, checkKey(key), ttl, false)
 }
 
 // LockAll obtains one lock on all of keys for ttl, waiting for it as
@@ -73,7 +73,7 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*L
 //
 // On a Redis Cluster node, a script's keys must share a hash slot: give
 // the keys one hash tag, as in "{order:42}:items" and "{order:42}:invoice";
-// keys in several slots are refused there (CROSSSLOT). At most MaxKeys
+// keys in several slots are refused there (CROSSSLOT). At most 64
 // keys are taken at once.
 func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration) (*Lock, error) {
 	ks, err := newKeyset(keys)

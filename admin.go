@@ -209,7 +209,7 @@ type KeyView struct {
 // WRONGTYPE), has Err set in its KeyView; Inspect returns an error only
 // for an invalid key.
 func (c *Client) Inspect(ctx context.Context, key string) (*Inspection, error) {
-	if err := CheckKey(key); err != nil {
+	if err := checkKey(key); err != nil {
 		return nil, &OpError{Op: "inspect", Key: key, Err: err}
 	}
 	ctx, ev := c.hooks.begin(ctx, "inspect", key)
@@ -333,7 +333,7 @@ func (c *Client) views(r *round) []KeyView {
 // cancellation of ctx once the deletion is sent, like Release, and waits
 // for every node, at most Options.ReleaseTimeout.
 func (c *Client) ForceRelease(ctx context.Context, key string) ([]KeyView, error) {
-	if err := CheckKey(key); err != nil {
+	if err := checkKey(key); err != nil {
 		return nil, &OpError{Op: "force-release", Key: key, Err: err}
 	}
 	return c.forceRelease(ctx, key, key)

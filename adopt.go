@@ -8,9 +8,9 @@ import (
 	"github.com/quorumlock/redlock/wire"
 )
 
-// MaxTokenLen is the longest token that Adopt takes: a token's 32
-// characters, a space and an owner label of at most MaxOwnerLen bytes.
-const MaxTokenLen = 33 + MaxOwnerLen
+// maxTokenLen is the longest token that Adopt takes: a token's 32
+// characters, a space and an owner label of at most maxOwnerLen bytes.
+const maxTokenLen = 33 + maxOwnerLen
 
 // Adopt takes over the hold on key that token has, for a process that did
 // not obtain it: a dispatcher hands a lock to the worker that finishes the
@@ -52,7 +52,7 @@ const MaxTokenLen = 33 + MaxOwnerLen
 // (the hold is gone, or never was), ErrExpired when a quorum holds the token
 // but for less than the drift allowance, and ErrNoQuorum or ErrRefused
 // when too few nodes answered. An empty key, a reserved key, or a token
-// that is empty or longer than MaxTokenLen gives an error wrapping
+// that is empty or longer than 97 bytes gives an error wrapping
 // ErrInvalid before any node is asked.
 func (c *Client) Adopt(ctx context.Context, key, token string) (l *Lock, err error) {
 	ctx, ev := c.hooks.begin(ctx, "adopt", key)
@@ -62,14 +62,14 @@ func (c *Client) Adopt(ctx context.Context, key, token string) (l *Lock, err err
 		}
 		c.hooks.end(ctx, ev, err)
 	}()
-	if err := CheckKey(key); err != nil {
+	if err := checkKey(key); err != nil {
 		return nil, err
 	}
 	switch {
 	case token == "":
 		return nil, invalidf("empty token")
-	case len(token) > MaxTokenLen:
-		return nil, invalidf("a token of %d bytes; the longest is %d", len(token), MaxTokenLen)
+	case len(token) > maxTokenLen:
+		return nil, invalidf("a token of %d bytes; the longest is %d", len(token), maxTokenLen)
 	}
 	if err := expired(ctx); err != nil {
 		return nil, &OpError{Op: "adopt", Key: key, Quorum: c.quorum, ctxErr: err}

@@ -42,13 +42,13 @@ func (o *Options) check() error {
 	return checkLabel("Owner", o.Owner)
 }
 
-// CheckKey reports whether key may be locked: it returns an error wrapping
+// checkKey reports whether key may be locked: it returns an error wrapping
 // ErrInvalid for the empty key and for the names of the records the
 // client keeps beside its locks (fence counters, node markers, semaphore
 // slots, election terms), and nil otherwise. Every operation on a key
 // makes this check first; tools call it to refuse a key before they ask
 // anything of a user or a node.
-func CheckKey(key string) error {
+func checkKey(key string) error {
 	switch {
 	case key == "":
 		return invalidf("empty key")
@@ -61,7 +61,7 @@ func CheckKey(key string) error {
 // checkLock validates a key and a TTL, and returns the TTL as checkTTL
 // does.
 func (c *Client) checkLock(key string, ttl time.Duration) (time.Duration, error) {
-	if err := CheckKey(key); err != nil {
+	if err := checkKey(key); err != nil {
 		return 0, err
 	}
 	return c.checkTTL(ttl)
@@ -85,16 +85,16 @@ func (c *Client) checkTTL(ttl time.Duration) (time.Duration, error) {
 // an election candidate's value.
 func checkLabel(what, label string) error {
 	switch {
-	case len(label) > MaxOwnerLen:
-		return invalidf("%s %q is %d bytes long; the most is %d", what, label, len(label), MaxOwnerLen)
+	case len(label) > maxOwnerLen:
+		return invalidf("%s %q is %d bytes long; the most is %d", what, label, len(label), maxOwnerLen)
 	case !utf8.ValidString(label) || strings.IndexFunc(label, unicode.IsControl) >= 0:
 		return invalidf("%s %q is not UTF-8 text without control characters", what, label)
 	}
 	return nil
 }
 
-// MaxKeys is the most keys that LockAll takes at once.
-const MaxKeys = 64
+// maxKeys is the most keys that LockAll takes at once.
+const maxKeys = 64
 
 // newKeyset checks keys for a lock on all of them and returns their
 // keyset: sorted, without repeats. When they fail the check, the keyset
@@ -104,14 +104,14 @@ func newKeyset(keys []string) (keyset, error) {
 	if len(keys) == 0 {
 		return bad, invalidf("no keys")
 	}
-	if len(keys) > MaxKeys {
-		return bad, invalidf("%d keys; the most a lock can take is %d", len(keys), MaxKeys)
+	if len(keys) > maxKeys {
+		return bad, invalidf("%d keys; the most a lock can take is %d", len(keys), maxKeys)
 	}
 	all := slices.Clone(keys)
 	slices.Sort(all)
 	all = slices.Compact(all)
 	for _, key := range all {
-		if err := CheckKey(key); err != nil {
+		if err := checkKey(key); err != nil {
 			return bad, err
 		}
 	}
@@ -121,16 +121,16 @@ func newKeyset(keys []string) (keyset, error) {
 	return keyset{Set: wire.Set{Name: strings.Join(all, ","), Keys: all}}, nil
 }
 
-// MaxPermits is the largest number of permits a Semaphore has.
-const MaxPermits = wire.MaxPermits
+// maxPermits is the largest number of permits a Semaphore has.
+const maxPermits = wire.MaxPermits
 
 // checkSemaphore checks the key and the number of permits of a semaphore.
 func checkSemaphore(key string, n int) error {
-	if err := CheckKey(key); err != nil {
+	if err := checkKey(key); err != nil {
 		return err
 	}
-	if n < 1 || n > MaxPermits {
-		return invalidf("a semaphore of %d permits; it must have from 1 to %d", n, MaxPermits)
+	if n < 1 || n > maxPermits {
+		return invalidf("a semaphore of %d permits; it must have from 1 to %d", n, maxPermits)
 	}
 	return nil
 }

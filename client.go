@@ -33,9 +33,9 @@ const (
 	// the drift allowance is taken off; shorter TTLs are rejected.
 	minValidity = 5 * time.Millisecond
 
-	// MaxOwnerLen is the longest Options.Owner, and the longest value an
+	// maxOwnerLen is the longest Options.Owner, and the longest value an
 	// election's candidate campaigns with, in bytes.
-	MaxOwnerLen = 64
+	maxOwnerLen = 64
 )
 
 // Options configures a Client. The zero value of every field selects the
@@ -114,9 +114,9 @@ type Options struct {
 	// Owner labels the locks the client takes, so that Inspect and the
 	// redlock command can say who holds one. It is stored on the nodes
 	// with each lock's token, at no extra cost in requests, and anyone who
-	// can read the nodes can read it. At most MaxOwnerLen bytes of UTF-8,
+	// can read the nodes can read it. At most 64 bytes of UTF-8,
 	// without control characters. Default: the host name and the process
-	// ID, "host:pid", cut to MaxOwnerLen bytes.
+	// ID, "host:pid", cut to 64 bytes.
 	Owner string
 
 	// Logger receives the client's logs. Default: none.
@@ -245,8 +245,8 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// Nodes returns the names of the client's nodes, in order.
-func (c *Client) Nodes() []string {
+// nodeNames returns the names of the client's nodes, in order.
+func (c *Client) nodeNames() []string {
 	names := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
 		names[i] = n.Name()
@@ -281,7 +281,7 @@ func (c *Client) fenceTTL(ttl time.Duration) time.Duration {
 	return max(10*ttl, time.Minute)
 }
 
-// defaultOwner returns "host:pid", cut to MaxOwnerLen bytes at a rune
+// defaultOwner returns "host:pid", cut to maxOwnerLen bytes at a rune
 // boundary.
 func defaultOwner() string {
 	host, err := os.Hostname()
@@ -295,7 +295,7 @@ func defaultOwner() string {
 		}
 		return r
 	}, strings.ToValidUTF8(host, "?"))
-	for len(host)+len(pid) > MaxOwnerLen {
+	for len(host)+len(pid) > maxOwnerLen {
 		_, n := utf8.DecodeLastRuneInString(host)
 		host = host[:len(host)-n]
 	}

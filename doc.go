@@ -160,9 +160,10 @@
 // for any key. A semaphore's slots ([wire.PermitKey]) and an election's
 // term record ([wire.TermKey]) are named the same way. Lock keys named
 // like them ("redlock:fence:…", "redlock:node…", "redlock:permit:…",
-// "redlock:term:…", "redlock:readers:…", "redlock:intent:…") are rejected; [CheckKey] says whether a key may be
-// locked. A lock key's value is the acquisition's random token, a space
-// and the owner's label (Options.Owner).
+// "redlock:term:…", "redlock:readers:…", "redlock:intent:…") are rejected
+// with ErrInvalid, as the empty key is. A lock key's value is the
+// acquisition's random token, a space and the owner's label
+// (Options.Owner).
 //
 // # Semaphores
 //
@@ -191,7 +192,7 @@
 // share a node, which never grants both, so the exclusion argument is the
 // mutex's. A reader expires on its own and extends on its own. A writer
 // that finds the key held records a short-lived intent ([wire.IntentKey],
-// living [Client.IntentTTL]) that keeps new readers out, so a stream of
+// living at least its TTL) that keeps new readers out, so a stream of
 // readers cannot starve it: it gets in once the readers already granted
 // are done. A writer's fence is above every earlier writer's and reader's;
 // a reader's is the key's current floor, at least the last writer's.

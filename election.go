@@ -44,7 +44,7 @@ func (c *Client) Election(key string, ttl time.Duration) *Election {
 
 // Campaign waits until this candidate leads, or until ctx is done, and
 // returns its leadership: a Lock that renews itself until Release, whose
-// Fence is the leader's term. The value, at most MaxOwnerLen bytes of
+// Fence is the leader's term. The value, at most 64 bytes of
 // UTF-8 text such as an address, is what Leader and Observe tell others of
 // the leader; an empty value stands for the Client's Options.Owner.
 //
@@ -54,7 +54,7 @@ func (c *Client) Election(key string, ttl time.Duration) *Election {
 // after a pause as long as Lock's between rounds. The errors are those of
 // Lock.
 func (e *Election) Campaign(ctx context.Context, value string) (*Lock, error) {
-	bad := CheckKey(e.key)
+	bad := checkKey(e.key)
 	if bad == nil {
 		bad = checkLabel("value", value)
 	}
@@ -121,7 +121,7 @@ type LeaderInfo struct {
 // refused the read that no quorum could answer; and one wrapping
 // ErrNoQuorum when too few nodes answered to tell otherwise.
 func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
-	if err := CheckKey(e.key); err != nil {
+	if err := checkKey(e.key); err != nil {
 		return LeaderInfo{}, &OpError{Op: "leader", Key: e.key, Err: err}
 	}
 	c := e.c

@@ -70,8 +70,8 @@ func TestNewDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Quorum() != 3 || strings.Join(c.Nodes(), ",") != "a,b,c,d,e" {
-		t.Fatalf("Quorum %d, Nodes %v", c.Quorum(), c.Nodes())
+	if c.Quorum() != 3 || strings.Join(c.nodeNames(), ",") != "a,b,c,d,e" {
+		t.Fatalf("Quorum %d, Nodes %v", c.Quorum(), c.nodeNames())
 	}
 	o := c.opts
 	if o.DriftFactor != 0.01 || o.MinDrift != 2*time.Millisecond || o.RetryDelay != 50*time.Millisecond ||

@@ -39,10 +39,12 @@ import (
 // readers cannot keep a waiting writer out longer than the longest time
 // that the readers already granted hold (their TTLs, and their
 // extensions), plus a round and the pause before it. The intent lives
-// IntentTTL(ttl) and each round of the writer renews it. A writer that
-// gives up (its context ends, Options.Tries is spent, TryLock fails) takes
-// it back at once, best effort; a writer that crashes while waiting stops
-// blocking readers within IntentTTL of its last round.
+// the longer of ttl and the time between two of the writer's rounds
+// (NodeTimeout + ReleaseTimeout + 2·RetryDelay); each of its rounds
+// renews it. A writer that gives up (its context ends, Options.Tries is
+// spent, TryLock fails) takes it back at once, best effort; a writer that
+// crashes while waiting stops blocking readers within that time of its
+// last round.
 //
 // Fences: a writer's fence is drawn as a lock's is, max(counter + 1, node
 // clock in µs) on each node, so it is above every earlier writer's and
@@ -99,14 +101,14 @@ func (rw *RWLock) TryLock(ctx context.Context, ttl time.Duration) (*Lock, error)
 	return rw.obtain(ctx, ttl, wire.Writer, false)
 }
 
-// IntentTTL returns how long a waiting writer's intent to take a lock for
+// intentTTL returns how long a waiting writer's intent to take a lock for
 // ttl lives on a node after the writer's latest round: ttl, or, if it is
 // longer, the longest time between two rounds of one wait (a round, its
 // clean-up and the pause before the next: NodeTimeout + ReleaseTimeout +
 // 2·RetryDelay), so that the intent does not lapse while the writer still
 // waits. It bounds how long a writer that crashed while waiting keeps new
 // readers out.
-func (c *Client) IntentTTL(ttl time.Duration) time.Duration {
+func (c *Client) intentTTL(ttl time.Duration) time.Duration {
 	return max(ttl, c.nodeTimeout(ttl)+c.opts.ReleaseTimeout+2*c.opts.RetryDelay)
 }
 
@@ -114,9 +116,9 @@ func (rw *RWLock) obtain(ctx context.Context, ttl time.Duration, kind wire.Kind,
 	c := rw.c
 	ks := keyset{Set: wire.One(rw.key)}
 	ks.Kind = kind
-	bad := CheckKey(rw.key)
+	bad := checkKey(rw.key)
 	if kind == wire.Writer {
-		ks.Intent, ks.IntentTTL = newIntentID(), c.IntentTTL(ttl)
+		ks.Intent, ks.IntentTTL = newIntentID(), c.intentTTL(ttl)
 	}
 	l, err := c.obtain(ctx, ks, bad, ttl, wait)
 	if kind != wire.Writer || bad != nil {
