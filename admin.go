@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/wire"
 )
 
@@ -20,62 +21,12 @@ import (
 // Semaphore.ForceRelease for a semaphore's slots. Last comes how the
 // client follows its nodes' health and the quarantine, from every round.
 
-// NodeHealth is what a Client last saw of a node.
-type NodeHealth int
-
-const (
-	// NodeUnknown means the client has not heard from the node yet.
-	NodeUnknown NodeHealth = iota
-	// NodeHealthy means the node answered and may vote.
-	NodeHealthy
-	// NodeQuarantined means the node answered but restarted too recently
-	// to vote; NodeState.Until says until when.
-	NodeQuarantined
-	// NodeUnreachable means the last request to the node got no answer:
-	// it could not be sent, the connection broke, or the node did not
-	// answer in time; NodeState.Err says why.
-	NodeUnreachable
-	// NodeRefusing means the node answered the last request with an error
-	// that it will give again however often the request is sent (the
-	// outcome Refused), such as WRONGPASS or READONLY; NodeState.Err says
-	// which.
-	NodeRefusing
-	// NodeBusy means the node answered the last request that it cannot
-	// serve it now, with an error that may pass: LOADING, BUSY, TRYAGAIN,
-	// MASTERDOWN or CLUSTERDOWN (the outcome Failed). NodeState.Err says
-	// which.
-	NodeBusy
-)
-
-var healthNames = [...]string{"unknown", "healthy", "quarantined", "unreachable", "refusing", "busy"}
-
-func (h NodeHealth) String() string {
-	if h >= 0 && int(h) < len(healthNames) {
-		return healthNames[h]
-	}
-	return fmt.Sprintf("NodeHealth(%d)", int(h))
-}
-
-// NodeState is what a Client knows of one node.
-type NodeState struct {
-	Node   string     // the node's Name
-	Health NodeHealth // what the last answer, or its absence, showed
-	Until  time.Time  // NodeQuarantined: when the node is expected to vote again
-	Err    error      // NodeUnreachable, NodeRefusing, NodeBusy: the last error
-	Seen   time.Time  // when the state was observed; zero if never
-
-	// Set by Probe only.
-	Age         time.Duration // how long the node's redis-server process has run
-	MaxTTL      time.Duration // the largest TTL recorded on the node
-	ClockOffset time.Duration // the node's clock minus this machine's, to the millisecond
-}
-
 // States returns what the client last observed of each node, in the order
 // given to New. Every round updates it; Probe refreshes it on demand.
-func (c *Client) States() []NodeState {
+func (c *Client) States() []observe.NodeState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]NodeState(nil), c.states...)
+	return append([]observe.NodeState(nil), c.states...)
 }
 
 // Probe asks every node for its state, without touching any lock: whether
@@ -88,10 +39,10 @@ func (c *Client) States() []NodeState {
 // every slot, but the largest TTL is the one used in that slot, and a slot
 // that has not yet seen its node's promotion from replica to master is
 // in quarantine only once a lock is tried in it.
-func (c *Client) Probe(ctx context.Context) []NodeState {
+func (c *Client) Probe(ctx context.Context) []observe.NodeState {
 	r := c.send(ctx, c.opts.ReleaseTimeout, 1, wire.Probe(), nil)
 	r.drain()
-	r.decide(r.count(OutcomeOK) == len(c.nodes))
+	r.decide(r.count(observe.OutcomeOK) == len(c.nodes))
 	c.hooks.round(ctx, "probe", "", 1, r)
 	c.heard(ctx, r, 0)
 	c.mu.Lock()
@@ -99,7 +50,7 @@ func (c *Client) Probe(ctx context.Context) []NodeState {
 	for i := range c.states {
 		st, res := &c.states[i], r.results[i]
 		st.Age, st.MaxTTL, st.ClockOffset = 0, 0, 0
-		if res.Outcome != OutcomeOK {
+		if res.Outcome != observe.OutcomeOK {
 			continue
 		}
 		d := r.decoded[i]
@@ -108,7 +59,7 @@ func (c *Client) Probe(ctx context.Context) []NodeState {
 		mid := r.start.Add(res.Latency / 2)
 		st.ClockOffset = time.UnixMilli(d.Clock).Sub(mid).Round(time.Millisecond)
 	}
-	return append([]NodeState(nil), c.states...)
+	return append([]observe.NodeState(nil), c.states...)
 }
 
 // KeyState is the quorum's verdict on a key, as Inspect reads it.
@@ -184,7 +135,7 @@ type KeyView struct {
 	// (Outcome Failed or NoAnswer) or refused the request (Refused). The
 	// other fields are zero then.
 	Err     error
-	Outcome Outcome
+	Outcome observe.Outcome
 	Held    bool          // the node holds the key
 	Holder  string        // Held: the ID of the acquisition that holds it
 	Owner   string        // Held: its owner's label; "" if it has none
@@ -221,7 +172,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (*Inspection, error) {
 func (c *Client) inspect(ctx context.Context, key string) *Inspection {
 	r := c.send(ctx, c.opts.ReleaseTimeout, 2, wire.InspectRW(key), nil)
 	r.drain()
-	r.decide(r.count(OutcomeOK) == len(c.nodes))
+	r.decide(r.count(observe.OutcomeOK) == len(c.nodes))
 	c.hooks.round(ctx, "inspect", key, 1, r)
 	ins := &Inspection{Key: key, Nodes: c.views(r)}
 	answered, holding := 0, map[string][]time.Duration{}
@@ -276,7 +227,7 @@ func (c *Client) views(r *round) []KeyView {
 	for i, res := range r.results {
 		v := &out[i]
 		v.Node, v.Outcome = res.Node, res.Outcome
-		if res.Outcome != OutcomeOK {
+		if res.Outcome != observe.OutcomeOK {
 			v.Err = res.Err
 			if v.Err == nil {
 				v.Err = errNoAnswer
@@ -355,7 +306,7 @@ func (c *Client) forceRelease(ctx context.Context, key, waitKey string) ([]KeyVi
 	}
 	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, call, nil)
 	r.drain()
-	ok := r.count(OutcomeOK) >= c.quorum
+	ok := r.count(observe.OutcomeOK) >= c.quorum
 	r.decide(ok)
 	c.hooks.round(ctx, "force-release", key, 1, r)
 	c.heard(ctx, r, 0)
@@ -363,7 +314,7 @@ func (c *Client) forceRelease(ctx context.Context, key, waitKey string) ([]KeyVi
 	var err error
 	if !ok {
 		e := &OpError{Op: "force-release", Key: key, Quorum: c.quorum, Rounds: 1, Nodes: r.results, Err: ErrNoQuorum}
-		if r.count(OutcomeRefused) > len(c.nodes)-c.quorum {
+		if r.count(observe.OutcomeRefused) > len(c.nodes)-c.quorum {
 			e.Err = ErrRefused
 		}
 		err = e
@@ -378,7 +329,7 @@ func (c *Client) fenceFloor(ctx context.Context, key string) (floor int64, maxTT
 	r := c.send(ctx, c.opts.ReleaseTimeout, 2, wire.Inspect(key), nil)
 	r.drain()
 	for i, res := range r.results {
-		if res.Outcome == OutcomeOK {
+		if res.Outcome == observe.OutcomeOK {
 			d := r.decoded[i]
 			floor = max(floor, d.Fence, d.Clock)
 			maxTTL = max(maxTTL, d.MaxTTL, d.TTL)
@@ -496,7 +447,7 @@ func (c *Client) heard(ctx context.Context, r *round, quarantine time.Duration) 
 		quarantine = c.quarantineFor(0)
 	}
 	now := time.Now()
-	var changed []NodeEvent
+	var changed []observe.NodeEvent
 	c.mu.Lock()
 	defer func() {
 		c.mu.Unlock()
@@ -508,24 +459,24 @@ func (c *Client) heard(ctx context.Context, r *round, quarantine time.Duration) 
 		st := &c.states[i]
 		was := st.Health
 		switch {
-		case res.Outcome == OutcomeNoAnswer && res.Err == nil:
+		case res.Outcome == observe.OutcomeNoAnswer && res.Err == nil:
 			continue
-		case res.Outcome == OutcomeRefused:
-			st.Health, st.Err, st.Until = NodeRefusing, res.Err, time.Time{}
-		case res.Outcome == OutcomeFailed && answered(res.Err):
-			st.Health, st.Err, st.Until = NodeBusy, res.Err, time.Time{}
-		case res.Outcome == OutcomeFailed || res.Outcome == OutcomeNoAnswer:
-			st.Health, st.Err, st.Until = NodeUnreachable, res.Err, time.Time{}
-		case res.Outcome == OutcomeQuarantined:
-			st.Health, st.Err, st.Until = NodeQuarantined, nil, now.Add(res.TTL)
+		case res.Outcome == observe.OutcomeRefused:
+			st.Health, st.Err, st.Until = observe.NodeRefusing, res.Err, time.Time{}
+		case res.Outcome == observe.OutcomeFailed && answered(res.Err):
+			st.Health, st.Err, st.Until = observe.NodeBusy, res.Err, time.Time{}
+		case res.Outcome == observe.OutcomeFailed || res.Outcome == observe.OutcomeNoAnswer:
+			st.Health, st.Err, st.Until = observe.NodeUnreachable, res.Err, time.Time{}
+		case res.Outcome == observe.OutcomeQuarantined:
+			st.Health, st.Err, st.Until = observe.NodeQuarantined, nil, now.Add(res.TTL)
 		case r.decoded[i].Age >= 0 && r.decoded[i].Age < quarantine:
-			st.Health, st.Err, st.Until = NodeQuarantined, nil, now.Add(quarantine-r.decoded[i].Age)
+			st.Health, st.Err, st.Until = observe.NodeQuarantined, nil, now.Add(quarantine-r.decoded[i].Age)
 		default:
-			st.Health, st.Err, st.Until = NodeHealthy, nil, time.Time{}
+			st.Health, st.Err, st.Until = observe.NodeHealthy, nil, time.Time{}
 		}
 		st.Seen = now
 		if st.Health != was {
-			changed = append(changed, NodeEvent{Previous: was, State: *st})
+			changed = append(changed, observe.NodeEvent{Previous: was, State: *st})
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/wire"
 )
 
@@ -85,7 +86,7 @@ func (c *Client) Adopt(ctx context.Context, key, token string) (l *Lock, err err
 	var fence int64
 	kind := wire.Exclusive
 	for i, res := range r.results {
-		if res.Outcome == OutcomeOK && r.decoded[i].Slot == slot {
+		if res.Outcome == observe.OutcomeOK && r.decoded[i].Slot == slot {
 			left = append(left, r.decoded[i].TTL)
 			fence = max(fence, res.Fence)
 			kind = r.decoded[i].Kind
@@ -136,9 +137,9 @@ func (r *round) adoptFailure() error {
 	switch {
 	case r.refusedQuorum():
 		return ErrRefused
-	case r.count(OutcomeOK)+r.count(OutcomeTaken)+r.count(OutcomeAbsent) < r.c.quorum:
+	case r.count(observe.OutcomeOK)+r.count(observe.OutcomeTaken)+r.count(observe.OutcomeAbsent) < r.c.quorum:
 		return ErrNoQuorum
-	case r.count(OutcomeTaken) > 0 && r.count(OutcomeOK)+r.count(OutcomeTaken) >= r.c.quorum:
+	case r.count(observe.OutcomeTaken) > 0 && r.count(observe.OutcomeOK)+r.count(observe.OutcomeTaken) >= r.c.quorum:
 		return ErrTaken
 	}
 	return ErrLockLost

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/observe"
 )
 
 // A Node is one vote of the lock client: an independent Redis master, a
@@ -124,7 +125,7 @@ type Options struct {
 
 	// Observer is told of every operation, round, lost lock and change of
 	// a node's health, for metrics and traces. Default: none.
-	Observer Observer
+	Observer observe.Observer
 }
 
 // A Client obtains locks on a fixed set of independent Redis masters with
@@ -144,7 +145,7 @@ type Client struct {
 	heardAll atomic.Int64 // 1 + nanoseconds from born to the start of the latest round every node answered; 0 if none
 
 	mu     sync.Mutex // guards states
-	states []NodeState
+	states []observe.NodeState
 
 	gmu      sync.Mutex           // guards gates and handoffs
 	gates    map[string]*gate     // keys that goroutines of this client wait for
@@ -187,7 +188,7 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		log:      o.Logger,
 		hooks:    newHooks(o.Observer, len(nodes)/2+1),
 		lanes:    make([]*lane, len(nodes)),
-		states:   make([]NodeState, len(nodes)),
+		states:   make([]observe.NodeState, len(nodes)),
 		gates:    make(map[string]*gate),
 		handoffs: make(map[string]time.Time),
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/wire"
 )
 
@@ -127,9 +128,9 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 	c := e.c
 	r := c.send(ctx, c.opts.ReleaseTimeout, 2, wire.Leader(e.key), nil)
 	r.drain()
-	r.decide(r.count(OutcomeOK) >= c.quorum)
+	r.decide(r.count(observe.OutcomeOK) >= c.quorum)
 	c.hooks.round(ctx, "leader", e.key, 1, r)
-	if r.count(OutcomeOK) < c.quorum {
+	if r.count(observe.OutcomeOK) < c.quorum {
 		reason := ErrNoQuorum
 		if r.refusedQuorum() {
 			reason = ErrRefused
@@ -138,7 +139,7 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 	}
 	holding := map[string][]int{} // holder ID → the nodes that hold it
 	for i, res := range r.results {
-		if res.Outcome == OutcomeOK && r.decoded[i].Holder != "" {
+		if res.Outcome == observe.OutcomeOK && r.decoded[i].Holder != "" {
 			id := r.decoded[i].Holder
 			holding[id] = append(holding[id], i)
 		}

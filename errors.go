@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/observe"
 )
 
 // Errors returned by the client. Use errors.Is to test for them: the errors
@@ -76,12 +76,12 @@ func invalidf(format string, args ...any) error {
 // errors.Is(err, context.DeadlineExceeded) work; Err then holds the reason
 // of the last round that completed, or is nil if none did.
 type OpError struct {
-	Op     string       // "acquire", "extend", "release", "adopt", "leader", "inspect" or "force-release"
-	Key    string       // the lock's key
-	Quorum int          // the number of nodes that had to agree
-	Rounds int          // the number of rounds made (acquire only; otherwise 1)
-	Nodes  []NodeResult // what each node did in the last round, in the order given to New
-	Err    error        // the reason
+	Op     string               // "acquire", "extend", "release", "adopt", "leader", "inspect" or "force-release"
+	Key    string               // the lock's key
+	Quorum int                  // the number of nodes that had to agree
+	Rounds int                  // the number of rounds made (acquire only; otherwise 1)
+	Nodes  []observe.NodeResult // what each node did in the last round, in the order given to New
+	Err    error                // the reason
 
 	ctxErr error // the caller's context error, if it ended the wait
 }
@@ -119,7 +119,7 @@ func (e *OpError) Error() string {
 	if len(e.Nodes) > 0 {
 		ok := 0
 		for _, n := range e.Nodes {
-			if n.Outcome == OutcomeOK {
+			if n.Outcome == observe.OutcomeOK {
 				ok++
 			}
 		}
@@ -137,11 +137,11 @@ func (e *OpError) Error() string {
 
 // refusals says which nodes refused and why, grouping the nodes that gave
 // the same reason: " by a, b: WRONGPASS ...; by c: NOPERM ...".
-func refusals(nodes []NodeResult) string {
+func refusals(nodes []observe.NodeResult) string {
 	var msgs []string
 	by := map[string][]string{}
 	for _, n := range nodes {
-		if n.Outcome != OutcomeRefused {
+		if n.Outcome != observe.OutcomeRefused {
 			continue
 		}
 		m := n.Err.Error()
@@ -165,70 +165,6 @@ func reasonText(err error) string {
 		return "no round completed"
 	}
 	return strings.TrimPrefix(err.Error(), "redlock: ")
-}
-
-// An Outcome is what one node did with one request.
-type Outcome int
-
-const (
-	// OutcomeNoAnswer means the node did not answer in time, or the outcome was
-	// decided before its answer was needed.
-	OutcomeNoAnswer Outcome = iota
-	// OutcomeOK means the node did what was asked: it granted the lock, extended
-	// it or deleted our key.
-	OutcomeOK
-	// OutcomeTaken means the key on the node holds another owner's token.
-	OutcomeTaken
-	// OutcomeAbsent means the key does not exist on the node (extend, release).
-	OutcomeAbsent
-	// OutcomeFailed means the request failed in a way that may pass: the node
-	// could not be reached, the connection broke, or the node answered
-	// that it is busy or loading its data. NodeResult.Err says why.
-	OutcomeFailed
-	// OutcomeQuarantined means the node restarted too recently to vote: it may
-	// have lost lock keys that are still valid elsewhere. NodeResult.TTL
-	// says how much longer it stays out.
-	OutcomeQuarantined
-	// OutcomeRefused means the node answered with an error that it will give
-	// again however often the request is sent, such as WRONGPASS, NOPERM,
-	// WRONGTYPE, READONLY or OOM, or a TLS handshake that cannot succeed
-	// (see driver.IsCertificateError). NodeResult.Err says why.
-	OutcomeRefused
-)
-
-var outcomeNames = [...]string{"no answer", "ok", "taken", "absent", "failed", "quarantined", "refused"}
-
-func (o Outcome) String() string {
-	if o >= 0 && int(o) < len(outcomeNames) {
-		return outcomeNames[o]
-	}
-	return fmt.Sprintf("Outcome(%d)", int(o))
-}
-
-// NodeResult is what one node did with one request.
-type NodeResult struct {
-	Node    string        // the node's Name
-	Outcome Outcome       // what it did
-	TTL     time.Duration // Taken: the other owner's remaining time to live; Quarantined: the time left
-	Fence   int64         // OK from an acquisition: the fence the node granted
-	Err     error         // Failed, Refused, NoAnswer: the error
-	Latency time.Duration // from the start of the round to the answer
-}
-
-func (r NodeResult) String() string {
-	s := r.Node + " " + r.Outcome.String()
-	switch {
-	case r.Outcome == OutcomeTaken && r.TTL > 0:
-		s += " (expires in " + r.TTL.String() + ")"
-	case r.Outcome == OutcomeQuarantined:
-		s += " (votes again in " + r.TTL.String() + ")"
-	case r.Err != nil:
-		s += ": " + r.Err.Error()
-	}
-	if r.Outcome != OutcomeNoAnswer {
-		s += " in " + r.Latency.Round(time.Microsecond).String()
-	}
-	return s
 }
 
 // Error replies that may pass if the request is sent again: the node is

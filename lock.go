@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/wire"
 )
 
@@ -312,7 +313,7 @@ func (l *Lock) release(ctx context.Context) error {
 	// caller needs to hear; one after the deadline, or one that finds the
 	// lock gone, is reported with every node's answer.
 	r := l.c.releaseRound(ctx, l.last, l.ks.Release(l.token, l.fence, l.c.fenceTTL(l.ttl)), expired)
-	r.decide(r.count(OutcomeOK) >= l.c.quorum)
+	r.decide(r.count(observe.OutcomeOK) >= l.c.quorum)
 	l.c.hooks.round(ctx, "release", l.ks.Name, 1, r)
 	// A goroutine of this Client that waits for the key is woken at once.
 	// Otherwise, if the release woke waiters elsewhere, this Client holds

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/wire"
 )
 
@@ -210,10 +211,10 @@ func TestTokens(t *testing.T) {
 }
 
 func TestOpError(t *testing.T) {
-	e := &OpError{Op: "acquire", Key: "k", Quorum: 2, Rounds: 3, Err: ErrTaken, Nodes: []NodeResult{
-		{Node: "n1", Outcome: OutcomeOK, Latency: time.Millisecond},
-		{Node: "n2", Outcome: OutcomeTaken, TTL: 2 * time.Second, Latency: time.Millisecond},
-		{Node: "n3", Outcome: OutcomeFailed, Err: errors.New("connection refused"), Latency: time.Millisecond},
+	e := &OpError{Op: "acquire", Key: "k", Quorum: 2, Rounds: 3, Err: ErrTaken, Nodes: []observe.NodeResult{
+		{Node: "n1", Outcome: observe.OutcomeOK, Latency: time.Millisecond},
+		{Node: "n2", Outcome: observe.OutcomeTaken, TTL: 2 * time.Second, Latency: time.Millisecond},
+		{Node: "n3", Outcome: observe.OutcomeFailed, Err: errors.New("connection refused"), Latency: time.Millisecond},
 	}}
 	var err error = e
 	if !errors.Is(err, ErrTaken) || errors.Is(err, ErrNoQuorum) || errors.Is(err, context.Canceled) {
@@ -238,7 +239,7 @@ func TestOpError(t *testing.T) {
 	if !errors.As(fmtWrap(err), &oe) || oe.Nodes[2].Node != "n3" {
 		t.Fatal("errors.As through a wrapper")
 	}
-	if Outcome(42).String() != "Outcome(42)" || OutcomeNoAnswer.String() != "no answer" {
+	if observe.Outcome(42).String() != "Outcome(42)" || observe.OutcomeNoAnswer.String() != "no answer" {
 		t.Fatal("Outcome.String")
 	}
 }
@@ -274,22 +275,22 @@ func TestRoundQuarantine(t *testing.T) {
 	// Three grants from nodes aged 1s, 5s and 10s: with a 4s bar only the
 	// first is demoted; when a later answer raises the bar to 6s, the
 	// second is demoted too and keeps what it is owed.
-	r := &round{results: make([]NodeResult, 3), decoded: []wire.Reply{{Age: time.Second}, {Age: 5 * time.Second}, {Age: 10 * time.Second}}}
+	r := &round{results: make([]observe.NodeResult, 3), decoded: []wire.Reply{{Age: time.Second}, {Age: 5 * time.Second}, {Age: 10 * time.Second}}}
 	for i := range r.results {
-		r.results[i].Outcome = OutcomeOK
+		r.results[i].Outcome = observe.OutcomeOK
 	}
 	r.quarantine(4 * time.Second)
-	if got := [3]Outcome{r.results[0].Outcome, r.results[1].Outcome, r.results[2].Outcome}; got != [3]Outcome{OutcomeQuarantined, OutcomeOK, OutcomeOK} {
+	if got := [3]observe.Outcome{r.results[0].Outcome, r.results[1].Outcome, r.results[2].Outcome}; got != [3]observe.Outcome{observe.OutcomeQuarantined, observe.OutcomeOK, observe.OutcomeOK} {
 		t.Fatalf("bar 4s: %v", got)
 	}
 	r.quarantine(6 * time.Second)
-	if r.results[1].Outcome != OutcomeQuarantined || r.results[1].TTL != time.Second || r.results[0].TTL != 3*time.Second || r.results[2].Outcome != OutcomeOK {
+	if r.results[1].Outcome != observe.OutcomeQuarantined || r.results[1].TTL != time.Second || r.results[0].TTL != 3*time.Second || r.results[2].Outcome != observe.OutcomeOK {
 		t.Fatalf("bar 6s: %+v", r.results)
 	}
 }
 
 func TestNodeHealthString(t *testing.T) {
-	if NodeQuarantined.String() != "quarantined" || NodeHealth(9).String() != "NodeHealth(9)" || OutcomeQuarantined.String() != "quarantined" {
+	if observe.NodeQuarantined.String() != "quarantined" || observe.NodeHealth(9).String() != "NodeHealth(9)" || observe.OutcomeQuarantined.String() != "quarantined" {
 		t.Fatal("String")
 	}
 }
@@ -376,7 +377,7 @@ type answer struct {
 // syntheticRound is a round of three acquire replies, already received in
 // the given order, for tests of the decision rule alone.
 func syntheticRound(answers ...answer) *round {
-	r := &round{answered: make(chan int, len(answers)), reqs: make([]request, 3), results: make([]NodeResult, 3),
+	r := &round{answered: make(chan int, len(answers)), reqs: make([]request, 3), results: make([]observe.NodeResult, 3),
 		decoded: make([]wire.Reply, 3), pending: 3, call: wire.Set{Name: "k"}.Acquire("token", time.Second, 0, time.Minute),
 		deadline: time.Now().Add(time.Minute)}
 	for i := range r.decoded {
@@ -401,7 +402,7 @@ func TestCollectHearsEveryoneBeforeTrustingYoungNodes(t *testing.T) {
 	if r.collect(2, 300*time.Millisecond) {
 		t.Fatal("a quorum of young nodes was trusted before the survivor's answer raised the bar to 1s")
 	}
-	if got := [3]Outcome{r.results[0].Outcome, r.results[1].Outcome, r.results[2].Outcome}; got != [3]Outcome{OutcomeQuarantined, OutcomeQuarantined, OutcomeTaken} {
+	if got := [3]observe.Outcome{r.results[0].Outcome, r.results[1].Outcome, r.results[2].Outcome}; got != [3]observe.Outcome{observe.OutcomeQuarantined, observe.OutcomeQuarantined, observe.OutcomeTaken} {
 		t.Fatalf("outcomes %v", got)
 	}
 	// When nobody knows of a longer lock, the same grants stand.
@@ -566,9 +567,9 @@ func TestExtendFollowsEachNodesAcquire(t *testing.T) {
 // TestOutcomeOfStatus checks that the statuses of decoded replies have the
 // values of the Outcomes of the same names, as round.record converts them.
 func TestOutcomeOfStatus(t *testing.T) {
-	for s, o := range map[wire.Status]Outcome{wire.OK: OutcomeOK, wire.Taken: OutcomeTaken, wire.Absent: OutcomeAbsent, wire.Failed: OutcomeFailed, wire.Quarantined: OutcomeQuarantined} {
-		if Outcome(s) != o || Outcome(s).String() != o.String() {
-			t.Errorf("status %d is outcome %v, want %v", s, Outcome(s), o)
+	for s, o := range map[wire.Status]observe.Outcome{wire.OK: observe.OutcomeOK, wire.Taken: observe.OutcomeTaken, wire.Absent: observe.OutcomeAbsent, wire.Failed: observe.OutcomeFailed, wire.Quarantined: observe.OutcomeQuarantined} {
+		if observe.Outcome(s) != o || observe.Outcome(s).String() != o.String() {
+			t.Errorf("status %d is outcome %v, want %v", s, observe.Outcome(s), o)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/observe"
 )
 
 func errReply(msg string) error { return &driver.ReplyError{Msg: msg} }
@@ -98,10 +99,10 @@ func TestReplyErrorCode(t *testing.T) {
 
 func TestOpErrorRefused(t *testing.T) {
 	wrongpass := errReply("WRONGPASS invalid username-password pair or user is disabled.")
-	e := &OpError{Op: "acquire", Key: "k", Quorum: 2, Rounds: 1, Err: ErrRefused, Nodes: []NodeResult{
-		{Node: "n1", Outcome: OutcomeRefused, Err: wrongpass, Latency: time.Millisecond},
-		{Node: "n2", Outcome: OutcomeRefused, Err: wrongpass, Latency: time.Millisecond},
-		{Node: "n3", Outcome: OutcomeRefused, Err: errReply("NOAUTH Authentication required."), Latency: time.Millisecond},
+	e := &OpError{Op: "acquire", Key: "k", Quorum: 2, Rounds: 1, Err: ErrRefused, Nodes: []observe.NodeResult{
+		{Node: "n1", Outcome: observe.OutcomeRefused, Err: wrongpass, Latency: time.Millisecond},
+		{Node: "n2", Outcome: observe.OutcomeRefused, Err: wrongpass, Latency: time.Millisecond},
+		{Node: "n3", Outcome: observe.OutcomeRefused, Err: errReply("NOAUTH Authentication required."), Latency: time.Millisecond},
 	}}
 	var err error = e
 	if !errors.Is(err, ErrRefused) || errors.Is(err, ErrNoQuorum) || errors.Is(err, ErrTaken) {
@@ -116,7 +117,7 @@ func TestOpErrorRefused(t *testing.T) {
 	if strings.Contains(err.Error(), "reachable") {
 		t.Fatalf("a refusal called unreachable: %s", err)
 	}
-	if OutcomeRefused.String() != "refused" || NodeRefusing.String() != "refusing" {
+	if observe.OutcomeRefused.String() != "refused" || observe.NodeRefusing.String() != "refusing" {
 		t.Fatal("String")
 	}
 }
@@ -151,11 +152,11 @@ func TestLockReturnsAtOnceWhenRefused(t *testing.T) {
 	if !errors.Is(err, ErrRefused) || !errors.As(err, &oe) || oe.Rounds != 1 {
 		t.Fatalf("Lock = %v, want ErrRefused after one round", err)
 	}
-	if got := [3]Outcome{oe.Nodes[0].Outcome, oe.Nodes[1].Outcome, oe.Nodes[2].Outcome}; got != [3]Outcome{OutcomeRefused, OutcomeRefused, OutcomeFailed} {
+	if got := [3]observe.Outcome{oe.Nodes[0].Outcome, oe.Nodes[1].Outcome, oe.Nodes[2].Outcome}; got != [3]observe.Outcome{observe.OutcomeRefused, observe.OutcomeRefused, observe.OutcomeFailed} {
 		t.Fatalf("outcomes %v", got)
 	}
 	st := c.States()
-	if st[0].Health != NodeRefusing || st[2].Health != NodeUnreachable {
+	if st[0].Health != observe.NodeRefusing || st[2].Health != observe.NodeUnreachable {
 		t.Fatalf("states %+v", st)
 	}
 
@@ -188,11 +189,11 @@ func TestBusyIsNotUnreachable(t *testing.T) {
 		t.Fatalf("Lock = %v, want ErrNoQuorum after two rounds", err)
 	}
 	st := c.States()
-	if st[0].Health != NodeBusy || st[1].Health != NodeBusy || st[2].Health != NodeUnreachable {
+	if st[0].Health != observe.NodeBusy || st[1].Health != observe.NodeBusy || st[2].Health != observe.NodeUnreachable {
 		t.Fatalf("states %v, %v, %v; want busy, busy, unreachable", st[0].Health, st[1].Health, st[2].Health)
 	}
-	if !strings.Contains(st[0].Err.Error(), "LOADING") || NodeBusy.String() != "busy" {
-		t.Fatalf("busy node's error %v, String %q", st[0].Err, NodeBusy)
+	if !strings.Contains(st[0].Err.Error(), "LOADING") || observe.NodeBusy.String() != "busy" {
+		t.Fatalf("busy node's error %v, String %q", st[0].Err, observe.NodeBusy)
 	}
 	if strings.Contains(err.Error(), "reachable") {
 		t.Fatalf("%v: a busy node is not unreachable", err)

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/wire"
 )
 
@@ -36,7 +37,7 @@ func validUntil(start time.Time, ttl, drift time.Duration) time.Time {
 func (c *Client) cleanUp(ctx context.Context, key string, acq *round) *round {
 	acq.drain()
 	r := c.releaseRound(ctx, nil, acq.call.Undo(acq.fence, c.fenceTTL(0)), true)
-	reached := r.count(OutcomeOK) + r.count(OutcomeAbsent) + r.count(OutcomeTaken)
+	reached := r.count(observe.OutcomeOK) + r.count(observe.OutcomeAbsent) + r.count(observe.OutcomeTaken)
 	r.decide(reached == len(c.nodes))
 	if reached < len(c.nodes) {
 		c.log.Warn("redlock: clean-up of a failed acquisition did not reach every node; the keys left expire with their TTL",
@@ -108,12 +109,12 @@ type round struct {
 	flying *flight   // the client's requests in flight
 	c      *Client   // whose nodes the round is sent to
 
-	results []NodeResult  // filled in as the answers are collected
-	decoded []wire.Reply  // each node's decoded answer; Age -1 until known
-	pending int           // answers not collected yet
-	maxTTL  time.Duration // acquire, probe: the largest TTL any node reported
-	fence   int64         // acquire: the largest fence granted
-	woke    int64         // release: how many waiters the nodes told
+	results []observe.NodeResult // filled in as the answers are collected
+	decoded []wire.Reply         // each node's decoded answer; Age -1 until known
+	pending int                  // answers not collected yet
+	maxTTL  time.Duration        // acquire, probe: the largest TTL any node reported
+	fence   int64                // acquire: the largest fence granted
+	woke    int64                // release: how many waiters the nodes told
 
 	// acquire: the start of the client's latest earlier round in which
 	// every node answered; zero if none.
@@ -121,7 +122,7 @@ type round struct {
 
 	// Set by decide, for the Observer.
 	took    time.Duration
-	verdict []NodeResult // results as they stood when decided; nil without an Observer
+	verdict []observe.NodeResult // results as they stood when decided; nil without an Observer
 	ok      bool
 	observe bool // the client has an Observer
 }
@@ -132,7 +133,7 @@ type round struct {
 type soloRound struct {
 	round
 	req     [1]request
-	result  [1]NodeResult
+	result  [1]observe.NodeResult
 	decoded [1]wire.Reply
 }
 
@@ -158,7 +159,7 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, cal
 		r = &s.round
 		r.reqs, r.results, r.decoded = s.req[:], s.result[:], s.decoded[:]
 	} else {
-		r = &round{reqs: make([]request, n), results: make([]NodeResult, n), decoded: make([]wire.Reply, n)}
+		r = &round{reqs: make([]request, n), results: make([]observe.NodeResult, n), decoded: make([]wire.Reply, n)}
 	}
 	r.start = time.Now()
 	r.answered = make(chan int, n)
@@ -297,12 +298,12 @@ func (r *round) granted(quorum int, quarantine time.Duration) bool {
 // A lock has one slot, 0; a semaphore's nodes may grant different ones.
 func (r *round) votes() (best, slot int) {
 	for i, res := range r.results {
-		if res.Outcome != OutcomeOK {
+		if res.Outcome != observe.OutcomeOK {
 			continue
 		}
 		s, n := r.decoded[i].Slot, 0
 		for j := range r.results {
-			if r.results[j].Outcome == OutcomeOK && r.decoded[j].Slot == s {
+			if r.results[j].Outcome == observe.OutcomeOK && r.decoded[j].Slot == s {
 				n++
 			}
 		}
@@ -317,7 +318,7 @@ func (r *round) votes() (best, slot int) {
 func (r *round) fenceOf(slot int) int64 {
 	var f int64
 	for i, res := range r.results {
-		if res.Outcome == OutcomeOK && r.decoded[i].Slot == slot {
+		if res.Outcome == observe.OutcomeOK && r.decoded[i].Slot == slot {
 			f = max(f, res.Fence)
 		}
 	}
@@ -329,7 +330,7 @@ func (r *round) fenceOf(slot int) int64 {
 func (r *round) leansOnUnheard(horizon time.Duration) bool {
 	for i, res := range r.results {
 		age := r.decoded[i].Age
-		if res.Outcome != OutcomeOK || age >= horizon {
+		if res.Outcome != observe.OutcomeOK || age >= horizon {
 			continue
 		}
 		// The node read its clock between the round's start and its
@@ -346,8 +347,8 @@ func (r *round) leansOnUnheard(horizon time.Duration) bool {
 // quarantine turns the grants of nodes younger than q into Quarantined.
 func (r *round) quarantine(q time.Duration) {
 	for i := range r.results {
-		if res, age := &r.results[i], r.decoded[i].Age; res.Outcome == OutcomeOK && age < q {
-			res.Outcome, res.TTL = OutcomeQuarantined, q-age
+		if res, age := &r.results[i], r.decoded[i].Age; res.Outcome == observe.OutcomeOK && age < q {
+			res.Outcome, res.TTL = observe.OutcomeQuarantined, q-age
 		}
 	}
 }
@@ -357,7 +358,7 @@ func (r *round) quarantine(q time.Duration) {
 func (r *round) decide(ok bool) {
 	r.ok, r.took = ok, time.Since(r.start)
 	if r.observe {
-		r.verdict = append([]NodeResult(nil), r.results...)
+		r.verdict = append([]observe.NodeResult(nil), r.results...)
 	}
 }
 
@@ -368,7 +369,7 @@ func (r *round) drain() {
 	for r.pending > 0 {
 		if !r.next() {
 			for i := range r.results {
-				if r.results[i].Outcome == OutcomeNoAnswer && r.results[i].Err == nil {
+				if r.results[i].Outcome == observe.OutcomeNoAnswer && r.results[i].Err == nil {
 					r.results[i].Err = errNoAnswer
 				}
 			}
@@ -404,17 +405,17 @@ func (r *round) record(q *request) {
 	res := &r.results[q.node]
 	res.Latency = q.latency
 	if q.err != nil {
-		res.Outcome, res.Err = OutcomeFailed, q.err
+		res.Outcome, res.Err = observe.OutcomeFailed, q.err
 		if refused(q.err) {
-			res.Outcome = OutcomeRefused
+			res.Outcome = observe.OutcomeRefused
 		}
 		return
 	}
 	d := r.call.Decode(q.val)
-	res.Outcome, res.TTL, res.Fence, res.Err = Outcome(d.Status), d.TTL, d.Fence, d.Err
-	if q.retry && res.Outcome == OutcomeAbsent {
+	res.Outcome, res.TTL, res.Fence, res.Err = observe.Outcome(d.Status), d.TTL, d.Fence, d.Err
+	if q.retry && res.Outcome == observe.OutcomeAbsent {
 		// The failed try may have deleted the key itself.
-		res.Outcome = OutcomeOK
+		res.Outcome = observe.OutcomeOK
 	}
 	if d.Status != wire.Failed {
 		r.decoded[q.node] = d
@@ -429,7 +430,7 @@ func (r *round) record(q *request) {
 // its one slot; for a permit, whether the semaphore was full.
 func (r *round) full() bool {
 	for i, res := range r.results {
-		if res.Outcome == OutcomeOK && r.decoded[i].Free <= 1 {
+		if res.Outcome == observe.OutcomeOK && r.decoded[i].Free <= 1 {
 			return true
 		}
 	}
@@ -437,7 +438,7 @@ func (r *round) full() bool {
 }
 
 // count returns how many nodes had the outcome o.
-func (r *round) count(o Outcome) int {
+func (r *round) count(o observe.Outcome) int {
 	n := 0
 	for _, res := range r.results {
 		if res.Outcome == o {
@@ -456,7 +457,7 @@ func (r *round) acquireFailure(granted bool) error {
 	switch {
 	case granted:
 		return ErrExpired
-	case r.count(OutcomeOK)+r.count(OutcomeTaken) >= r.c.quorum:
+	case r.count(observe.OutcomeOK)+r.count(observe.OutcomeTaken) >= r.c.quorum:
 		return ErrTaken
 	case r.refusedQuorum():
 		return ErrRefused
@@ -467,13 +468,13 @@ func (r *round) acquireFailure(granted bool) error {
 // refusedQuorum reports whether so many nodes refused the round that no
 // quorum could have agreed: more than N − quorum.
 func (r *round) refusedQuorum() bool {
-	return r.count(OutcomeRefused) > len(r.results)-r.c.quorum
+	return r.count(observe.OutcomeRefused) > len(r.results)-r.c.quorum
 }
 
 // lostQuorum reports whether so many nodes no longer hold the lock's
 // token (taken over, or absent) that no quorum holds it.
 func (r *round) lostQuorum() bool {
-	return r.count(OutcomeTaken)+r.count(OutcomeAbsent) > len(r.results)-r.c.quorum
+	return r.count(observe.OutcomeTaken)+r.count(observe.OutcomeAbsent) > len(r.results)-r.c.quorum
 }
 
 // expired returns ctx.Err(), or context.DeadlineExceeded once ctx's

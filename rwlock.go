@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/wire"
 )
 
@@ -134,7 +135,7 @@ func (rw *RWLock) obtain(ctx context.Context, ttl time.Duration, kind wire.Kind,
 	// reader live there alone) recorded it. A node that answers after
 	// the quorum keeps what it recorded until IntentTTL: that slows the
 	// readers down on that node only, and never lets anyone in.
-	if l.last.count(OutcomeTaken) > 0 {
+	if l.last.count(observe.OutcomeTaken) > 0 {
 		c.dropIntent(ctx, ks, l.last)
 	}
 	return l, nil
@@ -144,7 +145,7 @@ func (rw *RWLock) obtain(ctx context.Context, ttl time.Duration, kind wire.Kind,
 // round prev if there is one, as a release would.
 func (c *Client) dropIntent(ctx context.Context, ks keyset, prev *round) {
 	r := c.releaseRound(ctx, prev, ks.DropIntent(), false)
-	r.decide(r.count(OutcomeOK)+r.count(OutcomeAbsent) >= c.quorum)
+	r.decide(r.count(observe.OutcomeOK)+r.count(observe.OutcomeAbsent) >= c.quorum)
 	c.hooks.round(ctx, "drop-intent", ks.Name, 1, r)
 }
 
