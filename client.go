@@ -255,9 +255,6 @@ func (c *Client) nodeNames() []string {
 	return names
 }
 
-// Quorum returns the number of nodes that must agree: N/2+1.
-func (c *Client) Quorum() int { return c.quorum }
-
 // drift returns the clock drift allowance for a TTL: ttl*DriftFactor +
 // MinDrift.
 func (c *Client) drift(ttl time.Duration) time.Duration {

@@ -71,8 +71,8 @@ func TestNewDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Quorum() != 3 || strings.Join(c.nodeNames(), ",") != "a,b,c,d,e" {
-		t.Fatalf("Quorum %d, Nodes %v", c.Quorum(), c.nodeNames())
+	if c.quorum != 3 || strings.Join(c.nodeNames(), ",") != "a,b,c,d,e" {
+		t.Fatalf("Quorum %d, Nodes %v", c.quorum, c.nodeNames())
 	}
 	o := c.opts
 	if o.DriftFactor != 0.01 || o.MinDrift != 2*time.Millisecond || o.RetryDelay != 50*time.Millisecond ||
@@ -85,8 +85,8 @@ func TestNewDefaults(t *testing.T) {
 			names[i] = string(rune('a' + i))
 		}
 		c, err := New(nodes(names...), nil)
-		if err != nil || c.Quorum() != q {
-			t.Errorf("N=%d: quorum %v (err %v), want %d", n, c.Quorum(), err, q)
+		if err != nil || c.quorum != q {
+			t.Errorf("N=%d: quorum %v (err %v), want %d", n, c.quorum, err, q)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"slices"
 	"time"
 
 	"github.com/quorumlock/redlock/observe"
@@ -155,56 +154,4 @@ func newIntentID() string {
 	var b [16]byte
 	rand.Read(b[:]) // never fails; see crypto/rand.Read
 	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-// A ReaderView is one live reader of a read-write lock on one node, as
-// Inspect shows it: never its token.
-type ReaderView struct {
-	ID    string        // the reader's Lock.ID
-	Owner string        // its owner's label; "" if it has none
-	TTL   time.Duration // how long the node keeps it
-}
-
-// A ReaderHold is a reader of a read-write lock that holds on a quorum of
-// nodes, as Inspect shows it.
-type ReaderHold struct {
-	ID    string    // the reader's Lock.ID
-	Owner string    // its owner's label
-	Ends  time.Time // when fewer than a quorum of nodes will hold it, unless it is extended
-}
-
-// inspectReaders adds to ins what its nodes hold of a read-write lock: the
-// readers that hold on a quorum, which make a key that no writer holds
-// KeyShared (readers on fewer nodes make it KeySplit), and the most
-// waiting writers' intents on a node. start is the start of the round.
-func (c *Client) inspectReaders(ins *Inspection, start time.Time) {
-	ttls := map[string][]time.Duration{}
-	owners := map[string]string{}
-	var order []string
-	for _, v := range ins.Nodes {
-		ins.WaitingWriters = max(ins.WaitingWriters, v.Intents)
-		for _, rv := range v.Readers {
-			if _, seen := ttls[rv.ID]; !seen {
-				order = append(order, rv.ID)
-			}
-			ttls[rv.ID] = append(ttls[rv.ID], rv.TTL)
-			owners[rv.ID] = rv.Owner
-		}
-	}
-	if ins.State != KeyFree || len(order) == 0 {
-		return
-	}
-	for _, id := range order {
-		t := ttls[id]
-		if len(t) < c.quorum {
-			continue
-		}
-		slices.Sort(t)
-		ins.Readers = append(ins.Readers, ReaderHold{ID: id, Owner: owners[id], Ends: start.Add(t[len(t)-c.quorum])})
-	}
-	ins.State = KeySplit
-	if len(ins.Readers) > 0 {
-		ins.State = KeyShared
-		slices.SortFunc(ins.Readers, func(a, b ReaderHold) int { return a.Ends.Compare(b.Ends) })
-	}
 }

@@ -1,0 +1,367 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/clientx"
+	"github.com/quorumlock/redlock/observe"
+	"github.com/quorumlock/redlock/wire"
+)
+
+// A Client is the operators' view of a redlock.Client: it reads what the
+// nodes hold and what the client knows of them, and removes locks whose
+// owners are gone. It shares the redlock.Client's nodes, options and
+// Observer, and is safe for concurrent use.
+type Client struct {
+	c clientx.Client
+}
+
+// New returns the operators' Client of c. It does not talk to any node.
+func New(c *redlock.Client) *Client {
+	return &Client{c: clientx.Of(c)}
+}
+
+// Quorum returns the number of nodes that must agree: N/2+1.
+func (a *Client) Quorum() int { return a.c.Quorum() }
+
+// States returns what the client last observed of each node, in the order
+// given to redlock.New. Every round updates it; Probe refreshes it on
+// demand.
+func (a *Client) States() []observe.NodeState { return a.c.States() }
+
+// Probe asks every node for its state, without touching any lock: whether
+// it answers, how long its process has run, the largest TTL recorded on
+// it, its clock, and from these whether it is in quarantine. It waits for
+// every node, at most redlock.Options.ReleaseTimeout.
+//
+// A node keeps its records per cluster hash slot (see [wire.MarkerKey]);
+// Probe reads those of the slot of the empty key. The process age is the
+// same in every slot, but the largest TTL is the one used in that slot,
+// and a slot that has not yet seen its node's promotion from replica to
+// master is in quarantine only once a lock is tried in it.
+func (a *Client) Probe(ctx context.Context) []observe.NodeState { return a.c.Probe(ctx) }
+
+// KeyState is the quorum's verdict on a key, as Inspect reads it.
+type KeyState int
+
+const (
+	// KeyUnknown means too few nodes answered to tell.
+	KeyUnknown KeyState = iota
+	// KeyFree means no node that answered holds the key, and a quorum
+	// answered.
+	KeyFree
+	// KeyHeld means one acquisition holds the key on a quorum of nodes.
+	KeyHeld
+	// KeySplit means some nodes hold the key, but no acquisition holds it
+	// on a quorum: what a failed or expiring acquisition leaves for a
+	// moment, or acquisitions that contend. The keys expire with their
+	// TTLs.
+	KeySplit
+	// KeyShared means readers of a read-write lock (redlock.RWLock) hold the key,
+	// each on a quorum of nodes (Inspection.Readers), and no writer does.
+	KeyShared
+)
+
+var keyStateNames = [...]string{"unknown", "free", "held", "split", "shared"}
+
+func (s KeyState) String() string {
+	if s >= 0 && int(s) < len(keyStateNames) {
+		return keyStateNames[s]
+	}
+	return fmt.Sprintf("KeyState(%d)", int(s))
+}
+
+// An Inspection is what Inspect read of a key on every node.
+type Inspection struct {
+	Key   string
+	State KeyState
+	// Holder is the ID of the acquisition that holds the key on a quorum
+	// (see redlock.Lock.ID), Owner its owner's label (see
+	// redlock.Options.Owner), and
+	// Ends when fewer than a quorum of nodes will hold it if it is not
+	// extended, estimated from the nodes' remaining TTLs; all set only
+	// when State is KeyHeld.
+	Holder string
+	Owner  string
+	Ends   time.Time
+	// Readers are the readers of a read-write lock on the key that hold
+	// on a quorum of nodes, the one ending first first; set when State is
+	// KeyShared. WaitingWriters is the most intents of waiting writers
+	// that any node holds (see redlock.RWLock).
+	Readers        []ReaderHold
+	WaitingWriters int
+	// Fence is the largest fence counter on any node: the next owner's
+	// fence will exceed it.
+	Fence int64
+	// Quarantine is how long a node's records for the key's cluster slot
+	// (KeyView.Age) must have run for the node to vote for the key, as
+	// this client judges a round: the longest of Options.Quarantine, the
+	// largest TTL the client has seen, and the largest TTL any node
+	// records for the slot (KeyView.MaxTTL); 0 with
+	// redlock.Options.DisableQuarantine.
+	Quarantine time.Duration
+	// Nodes holds each node's answer, in the order given to redlock.New.
+	Nodes []KeyView
+	// Err says why State is KeyUnknown: a *redlock.OpError wrapping ErrRefused
+	// when so many nodes refused the read that no quorum could answer, or
+	// ErrNoQuorum when too few answered otherwise. It is nil for the
+	// other states.
+	Err error
+}
+
+// A KeyView is what one node holds for a key.
+type KeyView struct {
+	Node string // the node's Name
+	// Err is why the node gave no view: it did not answer in time
+	// (observe.OutcomeFailed or OutcomeNoAnswer) or refused the request
+	// (OutcomeRefused). The
+	// other fields are zero then.
+	Err     error
+	Outcome observe.Outcome
+	Held    bool          // the node holds the key
+	Holder  string        // Held: the ID of the acquisition that holds it
+	Owner   string        // Held: its owner's label; "" if it has none
+	TTL     time.Duration // Held: how long the node keeps the key
+	Fence   int64         // the node's fence counter for the key; 0 if none
+	Age     time.Duration // how long ago the node's records for the key's slot started; -1 if it has none
+	MaxTTL  time.Duration // the largest TTL those records hold
+	// The live readers of a read-write lock on the key, and the number of
+	// live intents of waiting writers (see redlock.RWLock).
+	Readers []ReaderView
+	Intents int
+}
+
+// A ReaderView is one live reader of a read-write lock on one node, as
+// Inspect shows it: never its token.
+type ReaderView struct {
+	ID    string        // the reader's redlock.Lock.ID
+	Owner string        // its owner's label; "" if it has none
+	TTL   time.Duration // how long the node keeps it
+}
+
+// A ReaderHold is a reader of a read-write lock that holds on a quorum of
+// nodes, as Inspect shows it.
+type ReaderHold struct {
+	ID    string    // the reader's redlock.Lock.ID
+	Owner string    // its owner's label
+	Ends  time.Time // when fewer than a quorum of nodes will hold it, unless it is extended
+}
+
+// Inspect reads what every node holds for key, in one round that changes
+// nothing: whether the key is held, by which acquisition and owner, for
+// how much longer, and its fence counter; and from that the quorum's
+// verdict. It waits for every node, at most
+// redlock.Options.ReleaseTimeout. It never returns a holder's token,
+// which would let its reader release the lock: it shows the token's ID
+// (see redlock.Lock.ID) instead.
+//
+// A node that does not answer, or refuses (a key of another type gives
+// WRONGTYPE), has Err set in its KeyView; Inspect returns an error only
+// for an invalid key.
+func (a *Client) Inspect(ctx context.Context, key string) (*Inspection, error) {
+	if err := clientx.CheckKey(key); err != nil {
+		return nil, &redlock.OpError{Op: "inspect", Key: key, Err: err}
+	}
+	return inspect(a.c.Inspect(ctx, key), key), nil
+}
+
+// inspect returns the Inspection of key from the round r that read it.
+func inspect(r clientx.Round, key string) *Inspection {
+	ins := &Inspection{Key: key, Nodes: views(r), Quarantine: r.Quarantine}
+	holding := map[string][]time.Duration{}
+	for _, v := range ins.Nodes {
+		if v.Err != nil {
+			continue
+		}
+		ins.Fence = max(ins.Fence, v.Fence)
+		if v.Held {
+			holding[v.Holder] = append(holding[v.Holder], v.TTL)
+		}
+	}
+	switch {
+	case r.Err != nil: // fewer than a quorum answered
+		ins.State, ins.Err = KeyUnknown, r.Err
+	case len(holding) == 0:
+		ins.State = KeyFree
+	default:
+		ins.State = KeySplit
+		for id, ttls := range holding {
+			if len(ttls) < r.Quorum {
+				continue
+			}
+			ins.State, ins.Holder = KeyHeld, id
+			// The lock stands while a quorum holds it: until the
+			// quorum-th longest of its nodes' TTLs runs out.
+			slices.Sort(ttls)
+			ins.Ends = r.Start.Add(ttls[len(ttls)-r.Quorum])
+			for _, v := range ins.Nodes {
+				if v.Holder == id {
+					ins.Owner = v.Owner
+					break
+				}
+			}
+		}
+	}
+	inspectReaders(ins, r.Start, r.Quorum)
+	return ins
+}
+
+// errNoAnswer is the error of a node that did not answer within a round.
+var errNoAnswer = errors.New("no answer within the node timeout")
+
+// views returns each node's KeyView from an inspect or force round.
+func views(r clientx.Round) []KeyView {
+	out := make([]KeyView, len(r.Results))
+	for i, res := range r.Results {
+		v := &out[i]
+		v.Node, v.Outcome = res.Node, res.Outcome
+		if res.Outcome != observe.OutcomeOK {
+			v.Err = res.Err
+			if v.Err == nil {
+				v.Err = errNoAnswer
+			}
+			continue
+		}
+		d := r.Replies[i]
+		v.Held, v.Holder, v.Owner, v.TTL, v.Fence = d.Holder != "", d.Holder, d.Owner, d.TTL, d.Fence
+		v.Age, v.MaxTTL = d.Age, d.MaxTTL
+		if d.RW != nil {
+			for _, rv := range d.RW.Readers {
+				v.Readers = append(v.Readers, ReaderView(rv))
+			}
+			v.Intents = d.RW.Intents
+		}
+	}
+	return out
+}
+
+// inspectReaders adds to ins what its nodes hold of a read-write lock: the
+// readers that hold on a quorum, which make a key that no writer holds
+// KeyShared (readers on fewer nodes make it KeySplit), and the most
+// waiting writers' intents on a node. start is the start of the round.
+func inspectReaders(ins *Inspection, start time.Time, quorum int) {
+	ttls := map[string][]time.Duration{}
+	owners := map[string]string{}
+	var order []string
+	for _, v := range ins.Nodes {
+		ins.WaitingWriters = max(ins.WaitingWriters, v.Intents)
+		for _, rv := range v.Readers {
+			if _, seen := ttls[rv.ID]; !seen {
+				order = append(order, rv.ID)
+			}
+			ttls[rv.ID] = append(ttls[rv.ID], rv.TTL)
+			owners[rv.ID] = rv.Owner
+		}
+	}
+	if ins.State != KeyFree || len(order) == 0 {
+		return
+	}
+	for _, id := range order {
+		t := ttls[id]
+		if len(t) < quorum {
+			continue
+		}
+		slices.Sort(t)
+		ins.Readers = append(ins.Readers, ReaderHold{ID: id, Owner: owners[id], Ends: start.Add(t[len(t)-quorum])})
+	}
+	ins.State = KeySplit
+	if len(ins.Readers) > 0 {
+		ins.State = KeyShared
+		slices.SortFunc(ins.Readers, func(a, b ReaderHold) int { return a.Ends.Compare(b.Ends) })
+	}
+}
+
+// ForceRelease deletes the lock on key from every node, whatever token
+// holds it, and reports what each node held before. It is an operator's
+// tool for a lock whose owner is gone (a process that hangs, or a lock
+// with a long TTL whose holder crashed); a lock's owner calls
+// Lock.Release instead.
+//
+// It first reads every node's fence counter, as Inspect does, and then
+// raises every counter to the largest, as Release does, so that the next
+// owner's fence exceeds the removed owner's: resources that check fences
+// refuse the removed owner's late writes. Waiters are told at once.
+//
+// The risk is the removed owner's: if it is still at work, it is not
+// stopped, and it holds a lock that no longer excludes anyone. It learns
+// of the loss at its next Extend (or AutoExtend, which then ends its
+// Context), or when its validity ends; its writes are safe only where they
+// check the fence.
+//
+// On the key of a read-write lock (redlock.RWLock), it removes the
+// writer, every reader and every waiting writer's intent alike.
+//
+// What is removed on a node is whatever holds the key when the deletion
+// reaches it, unless the key's grant there came with a fence above the
+// floor: an owner that obtained the lock after the deletion passed the
+// node is never removed, even if the deletion is sent again (a client
+// library retries a request whose answer it lost). An owner that obtained
+// the lock between the read and the deletion is removed where its fence
+// did not exceed the floor: on nodes whose clocks are behind the clock or
+// counter that set the floor.
+//
+// ForceRelease returns nil once a quorum of nodes has confirmed, so that
+// the lock can be obtained again; the views of the nodes that did not
+// answer carry their errors, and their keys expire with their TTLs. With
+// fewer than a quorum it returns a *redlock.OpError wrapping ErrRefused
+// or ErrNoQuorum, with the views as far as they go. It ignores the
+// cancellation of ctx once the deletion is sent, like Release, and waits
+// for every node, at most redlock.Options.ReleaseTimeout.
+func (a *Client) ForceRelease(ctx context.Context, key string) ([]KeyView, error) {
+	if err := clientx.CheckKey(key); err != nil {
+		return nil, &redlock.OpError{Op: "force-release", Key: key, Err: err}
+	}
+	r := a.c.ForceRelease(ctx, key, key)
+	return views(r), r.Err
+}
+
+// InspectSemaphore reads every slot of the semaphore s as Inspect reads a
+// lock, all slots at once, and changes nothing. It returns one Inspection
+// per slot, slot 0 first, each with Key set to the slot's key
+// (wire.PermitKey): a slot held on a quorum is a permit in use, whose
+// Holder is the permit's ID (redlock.Permit.ID) and Owner its owner's
+// label. It returns an error only for an invalid key or number of
+// permits; a node that does not answer has Err set in its KeyView, slot
+// by slot. The semaphore is read through its own redlock.Client.
+func (a *Client) InspectSemaphore(ctx context.Context, s *redlock.Semaphore) ([]*Inspection, error) {
+	c, key, n := clientx.Semaphore(s)
+	if err := clientx.CheckSemaphore(key, n); err != nil {
+		return nil, &redlock.OpError{Op: "inspect", Key: key, Err: err}
+	}
+	out := make([]*Inspection, n)
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for i := range n {
+		go func() {
+			defer wg.Done()
+			slot := wire.PermitKey(key, i)
+			out[i] = inspect(c.Inspect(ctx, slot), slot)
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// ForceReleasePermit deletes the permit in slot (from 0 to n-1) of the
+// semaphore s from every node, whatever token holds it, and wakes the
+// semaphore's waiters: it is ForceRelease for a permit whose holder is
+// gone, with the same fence floor, risk and results. InspectSemaphore
+// shows the slots and who holds them.
+func (a *Client) ForceReleasePermit(ctx context.Context, s *redlock.Semaphore, slot int) ([]KeyView, error) {
+	c, key, n := clientx.Semaphore(s)
+	err := clientx.CheckSemaphore(key, n)
+	if err == nil {
+		err = clientx.CheckSlot(slot, n)
+	}
+	if err != nil {
+		return nil, &redlock.OpError{Op: "force-release", Key: key, Err: err}
+	}
+	r := c.ForceRelease(ctx, wire.PermitKey(key, slot), key)
+	return views(r), r.Err
+}
