@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // This file holds the workloads of this module's coordination primitives,
@@ -37,10 +38,10 @@ type coordShared struct {
 	// that does not rise.
 	violations atomic.Uint64
 	// occupied counts the holders of each slot (SEM; a lock has slot 0).
-	occupied [redlock.MaxPermits]atomic.Int32
+	occupied [wire.MaxPermits]atomic.Int32
 	// fences holds the last fence granted on each slot (SEM) and, in
 	// fences[0], the last term (ELECT).
-	fences [redlock.MaxPermits]atomic.Int64
+	fences [wire.MaxPermits]atomic.Int64
 
 	// ELECT only.
 	resignAt   atomic.Int64 // since() when the last leader began to resign; 0: none yet

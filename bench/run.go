@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // The workloads.
@@ -221,8 +221,8 @@ func (cfg *Config) validate() error {
 			errs = append(errs, fmt.Errorf("bad number of contenders %d", cfg.Contenders))
 		}
 		for _, p := range cfg.Permits {
-			if p < 0 || p > redlock.MaxPermits {
-				errs = append(errs, fmt.Errorf("bad number of permits %d (0, a lock, to %d)", p, redlock.MaxPermits))
+			if p < 0 || p > wire.MaxPermits {
+				errs = append(errs, fmt.Errorf("bad number of permits %d (0, a lock, to %d)", p, wire.MaxPermits))
 			}
 		}
 	}

@@ -14,8 +14,11 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/goredisnode"
+	"github.com/quorumlock/redlock/internal/clientx"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/redistest"
 	"github.com/quorumlock/redlock/wire"
 	"github.com/redis/go-redis/v9"
@@ -688,7 +691,7 @@ func (c *Cluster) NewClient(name string, opts redlock.Options) *Client {
 	// Open a connection to every node now: dialing is not what the
 	// scenarios test, and a first round would pay for it against its
 	// node timeout.
-	rl.Probe(context.Background())
+	admin.New(rl).Probe(context.Background())
 	c.mu.Lock()
 	c.clients = append(c.clients, cl)
 	c.mu.Unlock()
@@ -970,7 +973,7 @@ type Held struct {
 	E  *redlock.Lock
 	Op *Op
 	cl *Client
-	// name is what the client's events call it (redlock.OpEvent.Key): the
+	// name is what the client's events call it (observe.OpEvent.Key): the
 	// lock's key, a LockAll's keys joined by commas, the semaphore's or
 	// the election's key.
 	name string
@@ -1084,7 +1087,7 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 		cl.c.noteLock(k, a.ttl)
 	}
 	if a.kind == OpRead || a.kind == OpWrite {
-		cl.c.noteRW(a.key, a.ttl, cl.RL.IntentTTL(a.ttl))
+		cl.c.noteRW(a.key, a.ttl, clientx.Of(cl.RL).IntentTTL(a.ttl))
 	}
 	op := &Op{ID: h.nextID(), Client: cl.Name, Kind: a.kind, Key: a.key, Permits: a.permits, TTLms: a.ttl.Milliseconds(), Start: h.Now()}
 	if a.kind == OpAll {
@@ -1353,7 +1356,7 @@ type recordedBy struct{}
 // of an extension it records.
 type extendStart struct{}
 
-// A recorder is every Client's redlock.Observer. It records in the
+// A recorder is every Client's observe.Observer. It records in the
 // history the extensions that Held.Extend does not record itself: those of
 // Lock.AutoExtend, which calls Lock.Extend on a goroutine of its own. An
 // extension is the client's lock on its key, since a client holds one lock
@@ -1365,7 +1368,7 @@ type extendStart struct{}
 // which the next extension, a third of a TTL away, can spare.
 type recorder struct {
 	cl   *Client
-	next redlock.Observer
+	next observe.Observer
 }
 
 func (rec recorder) Start(ctx context.Context, op, key string) context.Context {
@@ -1378,11 +1381,11 @@ func (rec recorder) Start(ctx context.Context, op, key string) context.Context {
 	return context.WithValue(ctx, extendStart{}, rec.cl.c.H.Now())
 }
 
-func (rec recorder) Observe(ctx context.Context, e redlock.Event) {
+func (rec recorder) Observe(ctx context.Context, e observe.Event) {
 	if rec.next != nil {
 		rec.next.Observe(ctx, e)
 	}
-	ev, ok := e.(redlock.OpEvent)
+	ev, ok := e.(observe.OpEvent)
 	start, auto := ctx.Value(extendStart{}).(Mono)
 	if !ok || ev.Op != "extend" || !auto {
 		return

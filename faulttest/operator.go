@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/quorumlock/redlock/admin"
 )
 
 // This file holds what an operator does to a lock whose owner seems gone:
@@ -20,7 +22,7 @@ import (
 func (cl *Client) ForceRelease(ctx context.Context, key string) error {
 	h := cl.c.H
 	r := Removal{Key: key, By: cl.Name, How: ByForceRelease, Call: h.Now()}
-	views, err := cl.RL.ForceRelease(ctx, key)
+	views, err := admin.New(cl.RL).ForceRelease(ctx, key)
 	r.Return = h.Now()
 	r.OK = err == nil
 	if err != nil {

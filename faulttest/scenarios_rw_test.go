@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/clientx"
 )
 
 // The scenarios of read-write locks (Client.RWLock) and of the hand-over
@@ -423,7 +424,7 @@ func crashedWriterIntent(r *run) {
 	a := r.client("a", false, rwWaitOpts)
 	w := r.client("w", false, rwWaitOpts)
 	b := r.client("b", false, rwWaitOpts)
-	bound := w.RL.IntentTTL(ttl)
+	bound := clientx.Of(w.RL).IntentTTL(ttl)
 	ctx := context.Background()
 	for range pick(2, 6) {
 		ha := readerEverywhere(r, a, 3*time.Second)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/wire"
 )
 
@@ -333,7 +335,7 @@ func uptimeRounding(r *run) {
 			}
 			hb.Release(context.Background())
 			var ages []time.Duration
-			for _, st := range b.RL.Probe(context.Background())[:2] {
+			for _, st := range admin.New(b.RL).Probe(context.Background())[:2] {
 				ages = append(ages, st.Age.Round(time.Millisecond))
 			}
 			r.note("b in %v before a's lock ended; restarted nodes report ages %v, having run %v",
@@ -959,7 +961,7 @@ func lateExtendRelease(r *run) {
 		if hb == nil {
 			r.Fatal("b never obtained the lock")
 		}
-		if oe != nil && countOutcome(oe, redlock.OutcomeTaken) == 0 {
+		if oe != nil && countOutcome(oe, observe.OutcomeTaken) == 0 {
 			r.Errorf("a's release did not arrive after b took over (%v): the scenario shows nothing", oe)
 		}
 		hb.Probe()
@@ -971,7 +973,7 @@ func lateExtendRelease(r *run) {
 	r.note("%d late Extend+Release found the new holder's token and left it", n)
 }
 
-func countOutcome(oe *redlock.OpError, o redlock.Outcome) int {
+func countOutcome(oe *redlock.OpError, o observe.Outcome) int {
 	n := 0
 	for _, r := range oe.Nodes {
 		if r.Outcome == o {
@@ -1421,8 +1423,8 @@ func clockForwardThenRestart(r *run) {
 	r.c.Kill(0)
 	r.c.Restart(0)
 	restarted := time.Now()
-	st := b.RL.Probe(ctx)[0]
-	if st.Health != redlock.NodeQuarantined {
+	st := admin.New(b.RL).Probe(ctx)[0]
+	if st.Health != observe.NodeQuarantined {
 		r.Errorf("node 0 right after its restart: %v, want quarantined", st.Health)
 	}
 	if st.Age >= time.Second {
@@ -1439,7 +1441,7 @@ func clockForwardThenRestart(r *run) {
 	// Once node 0 votes again, a lock on every node has node 0 write its
 	// counter from its clock, 2s ahead.
 	deadline := time.Now().Add(3 * ttl)
-	for b.RL.Probe(ctx)[0].Health != redlock.NodeHealthy {
+	for admin.New(b.RL).Probe(ctx)[0].Health != observe.NodeHealthy {
 		if time.Now().After(deadline) {
 			r.Fatal("node 0 never left its quarantine")
 		}
@@ -1531,9 +1533,9 @@ func restartThenClockForward(r *run) {
 	}
 	r.c.Kill(0)
 	r.c.Restart(0)
-	before := b.RL.Probe(ctx)[0]
+	before := admin.New(b.RL).Probe(ctx)[0]
 	r.c.JumpClock(0, 5*time.Second)
-	after := b.RL.Probe(ctx)[0]
+	after := admin.New(b.RL).Probe(ctx)[0]
 	r.note("node 0 aged %v (%v) after its restart, %v (%v) after the step", before.Age, before.Health, after.Age, after.Health)
 	intrude(r, b, ha, ttl)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/redistest"
 	"github.com/quorumlock/redlock/wire"
 )
@@ -212,7 +213,7 @@ func failover(r *run, quarantine bool, ttlA time.Duration, promote func()) {
 	refused := 0
 	for _, op := range r.ops(func(op *Op) bool { return contenders(op) && !op.OK }) {
 		for _, o := range op.Outcomes {
-			if o == redlock.OutcomeQuarantined.String() {
+			if o == observe.OutcomeQuarantined.String() {
 				refused++
 				break
 			}

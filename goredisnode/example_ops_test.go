@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/goredisnode"
 )
 
@@ -50,7 +51,7 @@ func Example_inspect() {
 
 	ops, closeOps := exampleClient("operator")
 	defer closeOps()
-	ins, err := ops.Inspect(ctx, "example:nightly-report")
+	ins, err := admin.New(ops).Inspect(ctx, "example:nightly-report")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func Example_inspect() {
 	fmt.Println(ins.State, "by", ins.Owner)
 	fmt.Println("holder is the worker's lock:", ins.Holder == l.ID())
 	fmt.Println("ends within the TTL:", time.Until(ins.Ends) <= 10*time.Second)
-	fmt.Println("on a quorum:", held >= ops.Quorum())
+	fmt.Println("on a quorum:", held >= admin.New(ops).Quorum())
 	// Output:
 	// held by report-worker-7
 	// holder is the worker's lock: true
@@ -85,7 +86,7 @@ func Example_forceRelease() {
 
 	ops, closeOps := exampleClient("operator")
 	defer closeOps()
-	removed, err := ops.ForceRelease(ctx, "example:stuck")
+	removed, err := admin.New(ops).ForceRelease(ctx, "example:stuck")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -155,8 +156,8 @@ func Example_semaphore() {
 	// a third waits
 }
 
-// Semaphore.Inspect shows who holds each slot of a semaphore, and
-// Semaphore.ForceRelease frees the slot of a permit whose holder is gone.
+// admin.Client.InspectSemaphore shows who holds each slot of a semaphore,
+// and ForceReleasePermit frees the slot of a permit whose holder is gone.
 func Example_semaphoreOperator() {
 	worker, closeWorker := exampleClient("encoder-3")
 	defer closeWorker()
@@ -169,16 +170,16 @@ func Example_semaphoreOperator() {
 	ops, closeOps := exampleClient("operator")
 	defer closeOps()
 	encoders := ops.Semaphore("example:encoders", 2)
-	slots, err := encoders.Inspect(ctx)
+	slots, err := admin.New(ops).InspectSemaphore(ctx, encoders)
 	if err != nil {
 		log.Fatal(err)
 	}
 	for i, slot := range slots {
-		if slot.State == redlock.KeyHeld {
+		if slot.State == admin.KeyHeld {
 			fmt.Println("slot held by", slot.Owner, "- the worker's permit:", i == p.Slot() && slot.Holder == p.ID())
 		}
 	}
-	if _, err := encoders.ForceRelease(ctx, p.Slot()); err != nil {
+	if _, err := admin.New(ops).ForceReleasePermit(ctx, encoders, p.Slot()); err != nil {
 		log.Fatal(err)
 	}
 	if err := p.Extend(ctx, 10*time.Second); errors.Is(err, redlock.ErrLockLost) {

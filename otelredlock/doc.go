@@ -3,7 +3,7 @@
 // operation on a lock. It lives in a module of its own so that the redlock
 // package itself depends on nothing but the standard library.
 //
-// An Observer from New is a redlock.Observer; set it in the Client's
+// An Observer from New is an observe.Observer; set it in the Client's
 // options:
 //
 //	obs, err := otelredlock.New()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/observe"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -60,14 +61,14 @@ var (
 		outcomeLost, outcomeReleased, outcomeCanceled, outcomeInvalid, outcomeError}
 	operations      = []string{"acquire", "extend", "release", "adopt"}
 	roundOperations = []string{"acquire", "cleanup", "extend", "release", "probe", "adopt", "drop-intent"}
-	// healths are the node states, in the order of redlock.NodeHealth.
+	// healths are the node states, in the order of observe.NodeHealth.
 	healths = [...]string{
-		redlock.NodeUnknown:     "unknown",
-		redlock.NodeHealthy:     "healthy",
-		redlock.NodeQuarantined: "quarantined",
-		redlock.NodeUnreachable: "unreachable",
-		redlock.NodeRefusing:    "refusing",
-		redlock.NodeBusy:        "busy",
+		observe.NodeUnknown:     "unknown",
+		observe.NodeHealthy:     "healthy",
+		observe.NodeQuarantined: "quarantined",
+		observe.NodeUnreachable: "unreachable",
+		observe.NodeRefusing:    "refusing",
+		observe.NodeBusy:        "busy",
 	}
 )
 
@@ -110,7 +111,7 @@ func WithAttributes(attrs ...attribute.KeyValue) Option {
 	return func(c *config) { c.attrs = append(c.attrs, attrs...) }
 }
 
-// An Observer is a redlock.Observer that records metrics and spans with
+// An Observer is an observe.Observer that records metrics and spans with
 // OpenTelemetry. It is safe for concurrent use. The package documentation
 // lists what it records.
 type Observer struct {
@@ -155,7 +156,7 @@ type node struct {
 // nodeState is what the Client last reported of one node.
 type nodeState struct {
 	node   *node
-	health redlock.NodeHealth
+	health observe.NodeHealth
 	seen   time.Time
 }
 
@@ -290,7 +291,7 @@ func (o *Observer) observeStates(_ context.Context, obs metric.Observer) error {
 	for _, st := range o.states {
 		for h, a := range st.node.states {
 			var v int64
-			if redlock.NodeHealth(h) == st.health {
+			if observe.NodeHealth(h) == st.health {
 				v = 1
 			}
 			obs.ObserveInt64(o.nodeState, v, a)
@@ -332,26 +333,26 @@ func (o *Observer) Start(ctx context.Context, op, key string) context.Context {
 
 // Observe records e. It is called by the Client; it ignores the events it
 // does not know.
-func (o *Observer) Observe(ctx context.Context, e redlock.Event) {
+func (o *Observer) Observe(ctx context.Context, e observe.Event) {
 	switch e := e.(type) {
-	case redlock.OpEvent:
+	case observe.OpEvent:
 		o.op(ctx, e)
-	case redlock.RoundEvent:
+	case observe.RoundEvent:
 		o.round(ctx, e)
-	case redlock.LostEvent:
+	case observe.LostEvent:
 		o.locksLost.Add(ctx, 1, o.noAttrs)
 		if s := spanOf(ctx); s != nil {
 			s.AddEvent("redlock.lost", trace.WithAttributes(
 				keyFence.Int64(e.Fence), keyHeld.Int64(e.Held.Milliseconds()),
 				keyErrorMessage.String(errText(e.Cause))))
 		}
-	case redlock.NodeEvent:
+	case observe.NodeEvent:
 		o.nodeEvent(ctx, e)
 	}
 }
 
 // op records the end of an operation and ends its span.
-func (o *Observer) op(ctx context.Context, e redlock.OpEvent) {
+func (o *Observer) op(ctx context.Context, e observe.OpEvent) {
 	out := outcome(e.Err)
 	a, ok := o.byOperation[[2]string{e.Op, out}]
 	if !ok {
@@ -396,7 +397,7 @@ func (o *Observer) op(ctx context.Context, e redlock.OpEvent) {
 }
 
 // round records one round and adds its events to the operation's span.
-func (o *Observer) round(ctx context.Context, e redlock.RoundEvent) {
+func (o *Observer) round(ctx context.Context, e observe.RoundEvent) {
 	a, ok := o.byRound[roundKey{e.Op, e.OK}]
 	if !ok {
 		a = o.attrs(keyOperation.String(e.Op), keyRoundOK.Bool(e.OK))
@@ -405,14 +406,14 @@ func (o *Observer) round(ctx context.Context, e redlock.RoundEvent) {
 	for _, r := range e.Nodes {
 		n := o.node(r.Node)
 		switch {
-		case r.Outcome == redlock.OutcomeFailed || r.Outcome == redlock.OutcomeRefused || r.Outcome == redlock.OutcomeNoAnswer && r.Err != nil:
+		case r.Outcome == observe.OutcomeFailed || r.Outcome == observe.OutcomeRefused || r.Outcome == observe.OutcomeNoAnswer && r.Err != nil:
 			out := nodeOutcome(r.Outcome)
 			a, ok := n.errors[[2]string{e.Op, out}]
 			if !ok {
 				a = o.attrs(n.name, keyOperation.String(e.Op), keyNodeOutcome.String(out))
 			}
 			o.nodeErrors.Add(ctx, 1, a)
-		case r.Outcome != redlock.OutcomeNoAnswer:
+		case r.Outcome != observe.OutcomeNoAnswer:
 			a, ok := n.latency[e.Op]
 			if !ok {
 				a = o.attrs(n.name, keyOperation.String(e.Op))
@@ -435,11 +436,11 @@ func (o *Observer) round(ctx context.Context, e redlock.RoundEvent) {
 		attrs := make([]attribute.KeyValue, 0, 5)
 		attrs = append(attrs, keyNode.String(r.Node), keyNodeOutcome.String(nodeOutcome(r.Outcome)))
 		at := e.Start.Add(e.Duration)
-		if r.Outcome != redlock.OutcomeNoAnswer {
+		if r.Outcome != observe.OutcomeNoAnswer {
 			at = e.Start.Add(r.Latency)
 			attrs = append(attrs, keyNodeLatency.Float64(ms(r.Latency)))
 		}
-		if r.Outcome == redlock.OutcomeTaken || r.Outcome == redlock.OutcomeQuarantined {
+		if r.Outcome == observe.OutcomeTaken || r.Outcome == observe.OutcomeQuarantined {
 			attrs = append(attrs, keyNodeTTL.Int64(r.TTL.Milliseconds()))
 		}
 		if r.Err != nil {
@@ -450,7 +451,7 @@ func (o *Observer) round(ctx context.Context, e redlock.RoundEvent) {
 }
 
 // nodeEvent records a node's change of state.
-func (o *Observer) nodeEvent(ctx context.Context, e redlock.NodeEvent) {
+func (o *Observer) nodeEvent(ctx context.Context, e observe.NodeEvent) {
 	n := o.node(e.State.Node)
 	o.mu.Lock()
 	st := o.states[e.State.Node]
@@ -501,28 +502,28 @@ func outcome(err error) string {
 }
 
 // nodeOutcome names what a node did.
-func nodeOutcome(o redlock.Outcome) string {
+func nodeOutcome(o observe.Outcome) string {
 	switch o {
-	case redlock.OutcomeNoAnswer:
+	case observe.OutcomeNoAnswer:
 		return "no_answer"
-	case redlock.OutcomeOK:
+	case observe.OutcomeOK:
 		return "ok"
-	case redlock.OutcomeTaken:
+	case observe.OutcomeTaken:
 		return "taken"
-	case redlock.OutcomeAbsent:
+	case observe.OutcomeAbsent:
 		return "absent"
-	case redlock.OutcomeFailed:
+	case observe.OutcomeFailed:
 		return "failed"
-	case redlock.OutcomeQuarantined:
+	case observe.OutcomeQuarantined:
 		return "quarantined"
-	case redlock.OutcomeRefused:
+	case observe.OutcomeRefused:
 		return "refused"
 	}
 	return "other"
 }
 
 // health names a node's state.
-func health(h redlock.NodeHealth) string {
+func health(h observe.NodeHealth) string {
 	if h >= 0 && int(h) < len(healths) {
 		return healths[h]
 	}

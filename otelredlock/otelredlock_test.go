@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/goredisnode"
+	"github.com/quorumlock/redlock/internal/clientx"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/otelredlock"
 	"github.com/quorumlock/redlock/redistest"
 	"go.opentelemetry.io/otel/attribute"
@@ -94,7 +97,7 @@ func newFixture(t *testing.T, opts ...func(*redlock.Options)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.nodes = f.client.Nodes()
+	f.nodes = clientx.Of(f.client).Nodes()
 	return f
 }
 
@@ -604,7 +607,7 @@ func TestNodeDown(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := ctxT(t)
-	f.client.Probe(ctx)
+	admin.New(f.client).Probe(ctx)
 	ms := f.collect(t)
 	checkStates(t, states(t, ms), f.nodes, nil, "healthy")
 	if n := count(t, ms, "redlock.rounds", "{round}", attribute.String("redlock.operation", "probe"),
@@ -620,9 +623,9 @@ func TestNodeDown(t *testing.T) {
 	}
 	// Probe makes no span of its own and leaves the caller's alone.
 	pctx, parent := f.tracer.Start(ctx, "parent")
-	probed := f.client.Probe(pctx)
+	probed := admin.New(f.client).Probe(pctx)
 	parent.End()
-	if probed[2].Health != redlock.NodeUnreachable {
+	if probed[2].Health != observe.NodeUnreachable {
 		t.Fatalf("Probe with the node killed: %+v", probed[2])
 	}
 	spans := f.spans.Ended()
@@ -654,7 +657,7 @@ func TestNodeDown(t *testing.T) {
 	if err := f.obs.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f.client.Probe(ctx)
+	admin.New(f.client).Probe(ctx)
 	ms = f.collect(t)
 	if _, ok := ms["redlock.node.state"]; ok {
 		t.Errorf("redlock.node.state reported after Close")
@@ -852,7 +855,7 @@ func TestConcurrent(t *testing.T) {
 				return
 			default:
 			}
-			f.client.Probe(ctx)
+			admin.New(f.client).Probe(ctx)
 			var rm metricdata.ResourceMetrics
 			f.reader.Collect(ctx, &rm)
 		}
@@ -918,5 +921,5 @@ func TestGlobalProviders(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.Probe(ctx)
+	admin.New(c).Probe(ctx)
 }

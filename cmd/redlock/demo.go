@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/goredisnode"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/spf13/cobra"
 )
 
@@ -295,7 +297,7 @@ func (d *demo) say(format string, args ...any) {
 func (d *demo) header(urls []string) {
 	n := len(d.names)
 	d.say("redlock demo: %d workers contend for the lock %q (TTL %v) on %d nodes; a quorum is %d",
-		d.df.workers, d.key, d.df.ttl, n, d.monitor.Quorum())
+		d.df.workers, d.key, d.df.ttl, n, admin.New(d.monitor).Quorum())
 	if d.embedded != nil {
 		d.say("started %d embedded Redis-protocol nodes (miniredis) in this process:", n)
 	} else {
@@ -325,8 +327,8 @@ func (d *demo) awaitQuarantine(ctx context.Context) {
 	}
 	var latest time.Time
 	var which []string
-	for i, s := range d.monitor.States() {
-		if s.Health == redlock.NodeQuarantined {
+	for i, s := range admin.New(d.monitor).States() {
+		if s.Health == observe.NodeQuarantined {
 			which = append(which, fmt.Sprintf("node %d", i+1))
 			if s.Until.After(latest) {
 				latest = s.Until

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
+	"github.com/quorumlock/redlock/observe"
 )
 
 // contend runs phases 1 and 2: the workers contend for the lock while all
@@ -34,7 +36,7 @@ func (d *demo) contend(ctx context.Context) {
 	down := (n - 1) / 2 // the most that can fail with a quorum left
 	if down > 0 {
 		d.say("")
-		d.say("phase 2: %s; %d of %d nodes up, quorum %d, for %v", d.stopping(n-down, n), n-down, n, d.monitor.Quorum(), d.df.phase)
+		d.say("phase 2: %s; %d of %d nodes up, quorum %d, for %v", d.stopping(n-down, n), n-down, n, admin.New(d.monitor).Quorum(), d.df.phase)
 		d.stopNodes(n-down, n)
 		d.enter(2, fmt.Sprintf("phase 2: %d of %d nodes up", n-down, n))
 		d.progress(ctx, d.df.phase)
@@ -137,13 +139,13 @@ func (d *demo) progress(ctx context.Context, dur time.Duration) {
 
 // nodesLine probes the nodes and says which can vote.
 func (d *demo) nodesLine(ctx context.Context) string {
-	states := d.monitor.Probe(ctx)
+	states := admin.New(d.monitor).Probe(ctx)
 	var b strings.Builder
 	for _, s := range states {
 		switch s.Health {
-		case redlock.NodeHealthy:
+		case observe.NodeHealthy:
 			b.WriteString("+")
-		case redlock.NodeQuarantined:
+		case observe.NodeQuarantined:
 			b.WriteString("q")
 		default:
 			b.WriteString("x")
@@ -159,7 +161,7 @@ func (d *demo) withoutQuorum(ctx context.Context) {
 	down := (n-1)/2 + 1
 	d.say("")
 	d.say("phase 3: %s; %d of %d nodes up, fewer than the quorum %d, for %v",
-		d.stopping(n-down, n-down+1), n-down, n, d.monitor.Quorum(), d.df.phase)
+		d.stopping(n-down, n-down+1), n-down, n, admin.New(d.monitor).Quorum(), d.df.phase)
 	wait := min(time.Second, d.df.phase/3)
 	d.say("  each worker keeps trying, waiting up to %v per attempt", wait.Round(time.Millisecond))
 	d.stopNodes(n-down, n-down+1)
@@ -210,9 +212,9 @@ func (d *demo) phase3Line(ctx context.Context) {
 }
 
 // demoResultText describes what a node did in a round that failed.
-func demoResultText(r redlock.NodeResult) string {
+func demoResultText(r observe.NodeResult) string {
 	switch r.Outcome {
-	case redlock.OutcomeOK:
+	case observe.OutcomeOK:
 		return "granted (and was released again: too few grants for a quorum)"
 	}
 	return resultText(r)

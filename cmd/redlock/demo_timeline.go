@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/timeline"
 )
 
@@ -141,7 +142,7 @@ func (d *demo) timeline(end time.Time) *timeline.Chart {
 		fences = fmt.Sprintf(", fences %d to %d", holds[0].fence, holds[len(holds)-1].fence)
 	}
 	c.Subtitle = fmt.Sprintf("%d nodes, quorum %d · %d holds%s · %d calls that got no lock · %s",
-		len(d.names), d.monitor.Quorum(), len(holds), fences, len(misses), outcome)
+		len(d.names), admin.New(d.monitor).Quorum(), len(holds), fences, len(misses), outcome)
 	return c
 }
 

@@ -10,7 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
@@ -176,7 +177,7 @@ func runDoctor(ctx context.Context, w io.Writer, nf *nodeFlags, df *reportFlags)
 	}
 	defer ns.close()
 
-	rep := &doctorReport{Quorum: c.Quorum(), Nodes: make([]nodeReport, len(ns.nodes))}
+	rep := &doctorReport{Quorum: admin.New(c).Quorum(), Nodes: make([]nodeReport, len(ns.nodes))}
 	states, _ := probeWhile(ctx, c, func() error {
 		var wg sync.WaitGroup
 		for i := range ns.nodes {
@@ -385,14 +386,14 @@ func checkEviction(n *nodeReport, info map[string]string) {
 
 // probed reports whether the lock client's probe of a node was answered,
 // so that s holds the node's age and clock offset.
-func probed(s redlock.NodeState) bool {
-	return s.Health == redlock.NodeHealthy || s.Health == redlock.NodeQuarantined
+func probed(s observe.NodeState) bool {
+	return s.Health == observe.NodeHealthy || s.Health == observe.NodeQuarantined
 }
 
 // checkClock reports the node's clock offset against this machine, as
 // the lock client's probe measured it: fences assume that node clocks
 // agree to well within the TTL.
-func checkClock(n *nodeReport, s redlock.NodeState) {
+func checkClock(n *nodeReport, s observe.NodeState) {
 	if !probed(s) {
 		n.add(levelWarn, "clock", "clock offset unknown: the node did not run the lock client's probe")
 		return
@@ -407,7 +408,7 @@ func checkClock(n *nodeReport, s redlock.NodeState) {
 
 // checkUptime reports how long the node's redis-server process has run, as
 // the lock client's probe measured it.
-func checkUptime(n *nodeReport, s redlock.NodeState) {
+func checkUptime(n *nodeReport, s observe.NodeState) {
 	if !probed(s) {
 		n.add(levelInfo, "uptime", "uptime unknown: the node did not run the lock client's probe")
 		return
@@ -418,12 +419,12 @@ func checkUptime(n *nodeReport, s redlock.NodeState) {
 
 // judge adds the checks that need every node and the lock client's view,
 // and gives the verdict.
-func judge(rep *doctorReport, states []redlock.NodeState, now time.Time) {
+func judge(rep *doctorReport, states []observe.NodeState, now time.Time) {
 	checkIndependence(rep)
 	for i := range rep.Nodes {
 		n := &rep.Nodes[i]
 		checkVoting(n, states[i], now)
-		n.Healthy = n.Reachable && states[i].Health == redlock.NodeHealthy && !n.has(levelError)
+		n.Healthy = n.Reachable && states[i].Health == observe.NodeHealthy && !n.has(levelError)
 		if n.Healthy {
 			rep.Healthy++
 		}
@@ -450,17 +451,17 @@ func checkIndependence(rep *doctorReport) {
 
 // checkVoting reports whether the lock client lets the node vote: whether
 // it is out of restart quarantine, and whether it runs the lock scripts.
-func checkVoting(n *nodeReport, s redlock.NodeState, now time.Time) {
+func checkVoting(n *nodeReport, s observe.NodeState, now time.Time) {
 	n.State = s.Health.String()
 	switch s.Health {
-	case redlock.NodeHealthy:
+	case observe.NodeHealthy:
 		n.add(levelOK, "quarantine", "votes: out of restart quarantine")
-	case redlock.NodeQuarantined:
+	case observe.NodeQuarantined:
 		until := s.Until
 		n.QuarantinedUntil = &until
 		n.add(levelWarn, "quarantine", "quarantined until %s (%v more): its server started %v ago, and it does not vote until it has run longer than the longest lock it may have lost (largest TTL used on it: %v)",
 			until.Format("15:04:05"), roundDur(until.Sub(now)), roundDur(s.Age), s.MaxTTL)
-	case redlock.NodeRefusing:
+	case observe.NodeRefusing:
 		if !n.hasCheck("access") {
 			msg := fmt.Sprintf("refused the lock scripts: %s", describeErr(s.Err))
 			if h := refusalHint(s.Err); h != "" {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/clientx"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/spf13/cobra"
 )
 
@@ -93,7 +95,7 @@ Exit status (see also 'redlock help exit-codes'):
 	}
 	f := cmd.Flags()
 	rf.register(f, "leadership")
-	f.StringVar(&rf.owner, "value", "", fmt.Sprintf("what 'redlock leader' shows of this candidate when it leads, such as its address: at most %d bytes, no control characters (default: host:pid)", redlock.MaxOwnerLen))
+	f.StringVar(&rf.owner, "value", "", fmt.Sprintf("what 'redlock leader' shows of this candidate when it leads, such as its address: at most %d bytes, no control characters (default: host:pid)", clientx.Limits.OwnerLen))
 	cmd.RegisterFlagCompletionFunc("value", noArgsCompletion)
 	return cmd
 }
@@ -248,14 +250,14 @@ func readQuorumText(oe *redlock.OpError) string {
 	var b strings.Builder
 	ok := 0
 	for _, n := range oe.Nodes {
-		if n.Outcome == redlock.OutcomeOK {
+		if n.Outcome == observe.OutcomeOK {
 			ok++
 		}
 	}
 	fmt.Fprintf(&b, "too few nodes answered (%d of %d, %d needed):", ok, len(oe.Nodes), oe.Quorum)
 	for _, n := range oe.Nodes {
 		text := "answered"
-		if n.Outcome != redlock.OutcomeOK {
+		if n.Outcome != observe.OutcomeOK {
 			text = resultText(n)
 		}
 		fmt.Fprintf(&b, "\n  %s %s", n.Node, text)

@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
+	"github.com/quorumlock/redlock/internal/clientx"
+	"github.com/quorumlock/redlock/observe"
+	"github.com/quorumlock/redlock/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -125,7 +129,7 @@ Exit status (with --permits, the largest of the slots' statuses; see also
 		},
 	}
 	rf.register(cmd)
-	cmd.Flags().IntVar(&permits, "permits", 0, fmt.Sprintf("inspect every slot of the semaphore KEY of this many permits instead of the lock KEY: from 1 to %d, as its users give (default: the lock KEY)", redlock.MaxPermits))
+	cmd.Flags().IntVar(&permits, "permits", 0, fmt.Sprintf("inspect every slot of the semaphore KEY of this many permits instead of the lock KEY: from 1 to %d, as its users give (default: the lock KEY)", wire.MaxPermits))
 	cmd.RegisterFlagCompletionFunc("permits", noArgsCompletion)
 	return cmd
 }
@@ -133,8 +137,8 @@ Exit status (with --permits, the largest of the slots' statuses; see also
 // checkPermits returns a usage error for a number of permits that no
 // semaphore has.
 func checkPermits(n int) error {
-	if n < 1 || n > redlock.MaxPermits {
-		return usagef("--permits %d: a semaphore has from 1 to %d permits", n, redlock.MaxPermits)
+	if n < 1 || n > wire.MaxPermits {
+		return usagef("--permits %d: a semaphore has from 1 to %d permits", n, wire.MaxPermits)
 	}
 	return nil
 }
@@ -152,7 +156,7 @@ type nodeStatus struct {
 	TTLMillis        int64      `json:"ttl_ms,omitempty"` // the key's remaining time to live
 	Fence            int64      `json:"fence,omitempty"`  // the fence counter
 	// The live readers of a read-write lock on the key, and the intents
-	// of waiting writers (see redlock.KeyView).
+	// of waiting writers (see admin.KeyView).
 	Readers   []readerStatus `json:"readers,omitempty"`
 	Intents   int            `json:"waiting_writers,omitempty"`
 	ReadError string         `json:"read_error,omitempty"`
@@ -187,19 +191,19 @@ type statusReport struct {
 	Fence     int64      `json:"fence,omitempty"` // the largest fence counter
 	// Readers are the readers of a read-write lock that hold on a
 	// quorum (shared), the one ending first first; WaitingWriters the
-	// most intents of waiting writers on a node (redlock.Inspection).
+	// most intents of waiting writers on a node (admin.Inspection).
 	Readers        []readerStatus `json:"readers,omitempty"`
 	WaitingWriters int            `json:"waiting_writers,omitempty"`
 	Nodes          []nodeStatus   `json:"nodes"`
 
-	err error // why the state is unknown (redlock.Inspection.Err)
+	err error // why the state is unknown (admin.Inspection.Err)
 }
 
 // checkKey returns a usage error, in the library's words, for a key that
-// the lock client refuses (see redlock.CheckKey), so that a command can
+// the lock client refuses (see clientx.CheckKey), so that a command can
 // refuse it before it asks anything of a user or a node.
 func checkKey(key string) error {
-	if err := redlock.CheckKey(key); err != nil {
+	if err := clientx.CheckKey(key); err != nil {
 		return usagef("%s", describeErr(err))
 	}
 	return nil
@@ -210,7 +214,7 @@ func checkKey(key string) error {
 // records, and those include the slots of semaphores: the refusal points
 // to --permits, which names a slot by its semaphore's KEY.
 func checkLockKey(key string) error {
-	err := redlock.CheckKey(key)
+	err := clientx.CheckKey(key)
 	switch {
 	case err == nil:
 		return nil
@@ -242,24 +246,24 @@ func runInspect(ctx context.Context, w io.Writer, nf *nodeFlags, rf *reportFlags
 
 // readReport inspects the lock and probes the nodes, at the same time.
 func readReport(ctx context.Context, c *redlock.Client, nf *nodeFlags, key string) (*statusReport, error) {
-	var ins *redlock.Inspection
+	var ins *admin.Inspection
 	states, err := probeWhile(ctx, c, func() (err error) {
-		ins, err = c.Inspect(ctx, key)
+		ins, err = admin.New(c).Inspect(ctx, key)
 		return err
 	})
 	if err != nil {
 		return nil, usagef("%s", describeErr(err))
 	}
-	return newReport(ins, c.Quorum(), states, time.Now()), nil
+	return newReport(ins, admin.New(c).Quorum(), states, time.Now()), nil
 }
 
 // readSlotReports inspects every slot of the semaphore key of n permits
 // and probes the nodes, at the same time: one report per slot, slot 0
 // first, each of the slot's own key.
 func readSlotReports(ctx context.Context, c *redlock.Client, nf *nodeFlags, key string, n int) ([]*statusReport, error) {
-	var inss []*redlock.Inspection
+	var inss []*admin.Inspection
 	states, err := probeWhile(ctx, c, func() (err error) {
-		inss, err = c.Semaphore(key, n).Inspect(ctx)
+		inss, err = admin.New(c).InspectSemaphore(ctx, c.Semaphore(key, n))
 		return err
 	})
 	if err != nil {
@@ -268,20 +272,20 @@ func readSlotReports(ctx context.Context, c *redlock.Client, nf *nodeFlags, key 
 	now := time.Now()
 	reps := make([]*statusReport, len(inss))
 	for i, ins := range inss {
-		reps[i] = newReport(ins, c.Quorum(), states, now)
+		reps[i] = newReport(ins, admin.New(c).Quorum(), states, now)
 	}
 	return reps, nil
 }
 
 // probeWhile probes the nodes while read runs, and returns the nodes'
 // states and read's error.
-func probeWhile(ctx context.Context, c *redlock.Client, read func() error) ([]redlock.NodeState, error) {
-	var states []redlock.NodeState
+func probeWhile(ctx context.Context, c *redlock.Client, read func() error) ([]observe.NodeState, error) {
+	var states []observe.NodeState
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		states = c.Probe(ctx)
+		states = admin.New(c).Probe(ctx)
 	}()
 	err := read()
 	wg.Wait()
@@ -331,9 +335,9 @@ func newSemaphoreReport(key string, reps []*statusReport) *semaphoreReport {
 	for i, r := range reps {
 		rep.Slots[i] = slotReport{Slot: i, statusReport: *r}
 		switch r.State {
-		case redlock.KeyHeld.String():
+		case admin.KeyHeld.String():
 			rep.Held++
-		case redlock.KeyFree.String():
+		case admin.KeyFree.String():
 			rep.Free++
 		}
 	}
@@ -364,16 +368,16 @@ func printSemaphore(w io.Writer, rep *semaphoreReport, now time.Time) {
 	for _, s := range rep.Slots {
 		bystate[s.State] = append(bystate[s.State], s.Slot)
 	}
-	held, free := bystate[redlock.KeyHeld.String()], bystate[redlock.KeyFree.String()]
+	held, free := bystate[admin.KeyHeld.String()], bystate[admin.KeyFree.String()]
 	fmt.Fprintf(w, "semaphore %q: %d of %d permits held%s; %d free", rep.Key, len(held), rep.Permits, slotList(" (", held, ")"), len(free))
-	for _, st := range []redlock.KeyState{redlock.KeySplit, redlock.KeyUnknown} {
+	for _, st := range []admin.KeyState{admin.KeySplit, admin.KeyUnknown} {
 		if slots := bystate[st.String()]; len(slots) > 0 {
 			fmt.Fprintf(w, "; %d %s%s", len(slots), st, slotList(" (", slots, ")"))
 		}
 	}
 	fmt.Fprintln(w)
 	for _, s := range rep.Slots {
-		if s.State != redlock.KeyFree.String() {
+		if s.State != admin.KeyFree.String() {
 			fmt.Fprintln(w)
 			printReportOf(w, fmt.Sprintf("slot %d", s.Slot), &s.statusReport, now)
 		}
@@ -405,7 +409,7 @@ func slotList(before string, slots []int, after string) string {
 // find unreachable or refusing, is quarantined for the key while its
 // records for the key's slot are younger than quarantine: the probe reads
 // the records of another slot.
-func newReport(ins *redlock.Inspection, quorum int, states []redlock.NodeState, now time.Time) *statusReport {
+func newReport(ins *admin.Inspection, quorum int, states []observe.NodeState, now time.Time) *statusReport {
 	quarantine := ins.Quarantine
 	rep := &statusReport{Key: ins.Key, State: ins.State.String(), Quorum: quorum, Fence: ins.Fence,
 		Nodes: make([]nodeStatus, len(ins.Nodes)), err: ins.Err}
@@ -416,21 +420,21 @@ func newReport(ins *redlock.Inspection, quorum int, states []redlock.NodeState, 
 			s := states[i]
 			n.State = s.Health.String()
 			switch s.Health {
-			case redlock.NodeQuarantined:
+			case observe.NodeQuarantined:
 				until := s.Until
 				n.QuarantinedUntil = &until
-			case redlock.NodeUnreachable, redlock.NodeRefusing, redlock.NodeBusy:
+			case observe.NodeUnreachable, observe.NodeRefusing, observe.NodeBusy:
 				n.Error = describeErr(s.Err)
 			}
 		}
 		if v.Err != nil {
-			n.ReadError, n.readErr, n.refused = describeErr(v.Err), v.Err, v.Outcome == redlock.OutcomeRefused
+			n.ReadError, n.readErr, n.refused = describeErr(v.Err), v.Err, v.Outcome == observe.OutcomeRefused
 			continue
 		}
-		if v.Age >= 0 && v.Age < quarantine && (n.State == "" || n.State == redlock.NodeHealthy.String() || n.State == redlock.NodeQuarantined.String()) {
+		if v.Age >= 0 && v.Age < quarantine && (n.State == "" || n.State == observe.NodeHealthy.String() || n.State == observe.NodeQuarantined.String()) {
 			until := now.Add(quarantine - v.Age)
 			if n.QuarantinedUntil == nil || n.QuarantinedUntil.Before(until) {
-				n.State, n.QuarantinedUntil = redlock.NodeQuarantined.String(), &until
+				n.State, n.QuarantinedUntil = observe.NodeQuarantined.String(), &until
 			}
 		}
 		rep.Answered++
@@ -448,7 +452,7 @@ func newReport(ins *redlock.Inspection, quorum int, states []redlock.NodeState, 
 		ends := rh.Ends
 		rep.Readers = append(rep.Readers, readerStatus{ID: rh.ID, Owner: rh.Owner, TTLMillis: max(ends.Sub(now), 0).Milliseconds(), Ends: &ends})
 	}
-	if ins.State == redlock.KeyHeld {
+	if ins.State == admin.KeyHeld {
 		rep.Holder, rep.Owner = ins.Holder, ins.Owner
 		ends := ins.Ends
 		rep.Ends = &ends
@@ -485,7 +489,7 @@ func (rep *statusReport) refusal() *redlock.OpError {
 // answers; 69 when too few nodes answered otherwise. The report has said
 // why.
 func reportStatus(rep *statusReport) error {
-	if rep.State != redlock.KeyUnknown.String() {
+	if rep.State != admin.KeyUnknown.String() {
 		return nil
 	}
 	if oe := rep.refusal(); oe != nil {

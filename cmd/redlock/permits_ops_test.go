@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/redistest"
 	"github.com/quorumlock/redlock/wire"
 )
@@ -158,9 +157,9 @@ func TestInspectPermits(t *testing.T) {
 	}
 
 	// Usage errors.
-	for _, n := range []string{"0", "-1", strconv.Itoa(redlock.MaxPermits + 1)} {
+	for _, n := range []string{"0", "-1", strconv.Itoa(wire.MaxPermits + 1)} {
 		expect(t, run(t, "inspect", "--permits", n, nodes, "pool"), exitUsage,
-			fmt.Sprintf("--permits %s: a semaphore has from 1 to %d permits", n, redlock.MaxPermits))
+			fmt.Sprintf("--permits %s: a semaphore has from 1 to %d permits", n, wire.MaxPermits))
 	}
 	expect(t, run(t, "inspect", nodes, wire.PermitKey("pool", 0)), exitUsage, "reserved", "--permits N")
 	expect(t, run(t, "inspect", "--permits", "2", nodes, wire.PermitKey("pool", 0)), exitUsage, "reserved")

@@ -7,11 +7,12 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/redis/go-redis/v9"
 )
 
 // This file says what a node's refusal means (redlock.ErrRefused, the
-// outcome redlock.Refused, the state redlock.NodeRefusing) and what to do
+// outcome redlock.Refused, the state observe.NodeRefusing) and what to do
 // about it.
 
 // errorCode returns the error code of a node's error reply, such as
@@ -84,7 +85,7 @@ func refusalStatus(err error) int {
 	var oe *redlock.OpError
 	if errors.As(err, &oe) {
 		for _, n := range oe.Nodes {
-			if n.Outcome == redlock.OutcomeRefused && permissionCodes[errorCode(n.Err)] {
+			if n.Outcome == observe.OutcomeRefused && permissionCodes[errorCode(n.Err)] {
 				return exitNoPerm
 			}
 		}
@@ -100,7 +101,7 @@ func refusedText(op *redlock.OpError) string {
 	}
 	refused := 0
 	for _, n := range op.Nodes {
-		if n.Outcome == redlock.OutcomeRefused {
+		if n.Outcome == observe.OutcomeRefused {
 			refused++
 		}
 	}
@@ -109,7 +110,7 @@ func refusedText(op *redlock.OpError) string {
 	var order []string
 	for _, n := range op.Nodes {
 		fmt.Fprintf(&b, "\n  %s %s", n.Node, resultText(n))
-		if n.Outcome != redlock.OutcomeRefused {
+		if n.Outcome != observe.OutcomeRefused {
 			continue
 		}
 		if h := refusalHint(n.Err); h != "" && !hints[h] {

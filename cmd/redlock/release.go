@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
+	"github.com/quorumlock/redlock/observe"
+	"github.com/quorumlock/redlock/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -106,7 +109,7 @@ Exit status (see also 'redlock help exit-codes'):
 	f := cmd.Flags()
 	f.BoolVar(&rf.force, "force", false, "remove the lock whoever holds it (required)")
 	f.BoolVarP(&rf.yes, "yes", "y", false, "do not ask; required when stdin is not a terminal")
-	f.IntVar(&rf.permits, "permits", 0, fmt.Sprintf("free a slot (--slot) of the semaphore KEY of this many permits instead of the lock KEY: from 1 to %d, as its users give (default: the lock KEY)", redlock.MaxPermits))
+	f.IntVar(&rf.permits, "permits", 0, fmt.Sprintf("free a slot (--slot) of the semaphore KEY of this many permits instead of the lock KEY: from 1 to %d, as its users give (default: the lock KEY)", wire.MaxPermits))
 	f.IntVar(&rf.slot, "slot", 0, "with --permits N, the slot of the semaphore to free: from 0 to N-1, as 'redlock inspect --permits N KEY' shows them (no default: required with --permits)")
 	cmd.RegisterFlagCompletionFunc("permits", noArgsCompletion)
 	cmd.RegisterFlagCompletionFunc("slot", noArgsCompletion)
@@ -187,20 +190,20 @@ func (rf *releaseFlags) target(key string) (releaseTarget, error) {
 
 // forceRelease removes the target from every node; see
 // Client.ForceRelease and Semaphore.ForceRelease.
-func (t releaseTarget) forceRelease(ctx context.Context, c *redlock.Client) ([]redlock.KeyView, error) {
+func (t releaseTarget) forceRelease(ctx context.Context, c *redlock.Client) ([]admin.KeyView, error) {
 	if t.permits == 0 {
-		return c.ForceRelease(ctx, t.key)
+		return admin.New(c).ForceRelease(ctx, t.key)
 	}
-	return c.Semaphore(t.key, t.permits).ForceRelease(ctx, t.slot)
+	return admin.New(c).ForceReleasePermit(ctx, c.Semaphore(t.key, t.permits), t.slot)
 }
 
 // inspect reads the target's key on every node.
-func (t releaseTarget) inspect(ctx context.Context, c *redlock.Client) (*redlock.Inspection, error) {
+func (t releaseTarget) inspect(ctx context.Context, c *redlock.Client) (*admin.Inspection, error) {
 	if t.permits == 0 {
-		return c.Inspect(ctx, t.key)
+		return admin.New(c).Inspect(ctx, t.key)
 	}
 	// A permit's key is reserved: only its semaphore reads it.
-	inss, err := c.Semaphore(t.key, t.permits).Inspect(ctx)
+	inss, err := admin.New(c).InspectSemaphore(ctx, c.Semaphore(t.key, t.permits))
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +239,7 @@ func runRelease(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, 
 		}
 		return &exitError{code: exitSoftware, err: relErr, msg: describeErr(relErr)}
 	}
-	rep := &releaseReport{Key: key, Released: relErr == nil, Quorum: c.Quorum(), Nodes: make([]releasedNode, len(views))}
+	rep := &releaseReport{Key: key, Released: relErr == nil, Quorum: admin.New(c).Quorum(), Nodes: make([]releasedNode, len(views))}
 	if t.permits > 0 {
 		slot := t.slot
 		rep.Permits, rep.Slot = t.permits, &slot
@@ -245,7 +248,7 @@ func runRelease(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, 
 		n := &rep.Nodes[i]
 		n.Node = v.Node
 		if v.Err != nil {
-			n.Error, n.err, n.refused = describeErr(v.Err), v.Err, v.Outcome == redlock.OutcomeRefused
+			n.Error, n.err, n.refused = describeErr(v.Err), v.Err, v.Outcome == observe.OutcomeRefused
 			continue
 		}
 		rep.Confirmed++

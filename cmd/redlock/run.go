@@ -16,6 +16,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
+	"github.com/quorumlock/redlock/internal/clientx"
+	"github.com/quorumlock/redlock/observe"
+	"github.com/quorumlock/redlock/wire"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -189,8 +193,8 @@ Exit status (see also 'redlock help exit-codes'):
 	rf.ownerFlag = "owner"
 	f := cmd.Flags()
 	rf.register(f, "lock")
-	f.StringVar(&rf.owner, "owner", "", fmt.Sprintf("a label saying who holds the lock, which 'redlock inspect' shows: at most %d bytes, no control characters (default: host:pid)", redlock.MaxOwnerLen))
-	f.IntVar(&rf.permits, "permits", 0, fmt.Sprintf("hold one of this many permits of the semaphore KEY instead of the lock KEY: from 1 to %d", redlock.MaxPermits))
+	f.StringVar(&rf.owner, "owner", "", fmt.Sprintf("a label saying who holds the lock, which 'redlock inspect' shows: at most %d bytes, no control characters (default: host:pid)", clientx.Limits.OwnerLen))
+	f.IntVar(&rf.permits, "permits", 0, fmt.Sprintf("hold one of this many permits of the semaphore KEY instead of the lock KEY: from 1 to %d", wire.MaxPermits))
 	f.BoolVar(&rf.read, "read", false, "hold a reader's share of the read-write lock KEY: --read commands run side by side, never beside a --write one")
 	f.BoolVar(&rf.write, "write", false, "hold the read-write lock KEY as its writer: alone, with no --read or other --write command beside it")
 	cmd.RegisterFlagCompletionFunc("owner", noArgsCompletion)
@@ -375,8 +379,8 @@ func (r *runner) run() error {
 		return usagef("--wait %v is negative", r.flags.wait)
 	case r.flags.grace < 0:
 		return usagef("--kill-grace %v is negative", r.flags.grace)
-	case len(r.flags.owner) > redlock.MaxOwnerLen:
-		return usagef("--%s is %d bytes long; the most is %d", r.flags.ownerFlag, len(r.flags.owner), redlock.MaxOwnerLen)
+	case len(r.flags.owner) > clientx.Limits.OwnerLen:
+		return usagef("--%s is %d bytes long; the most is %d", r.flags.ownerFlag, len(r.flags.owner), clientx.Limits.OwnerLen)
 	case !utf8.ValidString(r.flags.owner) || strings.IndexFunc(r.flags.owner, unicode.IsControl) >= 0:
 		return usagef("--%s %q is not UTF-8 text without control characters", r.flags.ownerFlag, r.flags.owner)
 	}
@@ -491,26 +495,26 @@ func (r *runner) acquire(c *redlock.Client, tg *target, sigs <-chan os.Signal) (
 // health or taken's answer changes, so that the report is printed once per
 // change.
 func waitingReport(c *redlock.Client, taken func() string) (key, text string) {
-	states := c.States()
+	states := admin.New(c).States()
 	healthy := countHealthy(states)
-	if healthy >= c.Quorum() {
+	if healthy >= admin.New(c).Quorum() {
 		text := taken()
 		return "taken:" + text, text
 	}
 	var b, k strings.Builder
-	fmt.Fprintf(&b, "only %d of %d nodes can vote, %d needed:", healthy, len(states), c.Quorum())
+	fmt.Fprintf(&b, "only %d of %d nodes can vote, %d needed:", healthy, len(states), admin.New(c).Quorum())
 	quarantined := false
 	for _, s := range states {
 		fmt.Fprintf(&k, "%s=%v;", s.Node, s.Health)
 		switch s.Health {
-		case redlock.NodeQuarantined:
+		case observe.NodeQuarantined:
 			quarantined = true
 			fmt.Fprintf(&b, "\n  %s quarantined for %v more", s.Node, roundDur(time.Until(s.Until)))
-		case redlock.NodeUnreachable:
+		case observe.NodeUnreachable:
 			fmt.Fprintf(&b, "\n  %s unreachable: %s", s.Node, describeErr(s.Err))
-		case redlock.NodeBusy:
+		case observe.NodeBusy:
 			fmt.Fprintf(&b, "\n  %s busy: %s", s.Node, describeErr(s.Err))
-		case redlock.NodeRefusing:
+		case observe.NodeRefusing:
 			fmt.Fprintf(&b, "\n  %s refused: %s", s.Node, describeErr(s.Err))
 		}
 	}
@@ -550,7 +554,7 @@ func (r *runner) acquireError(c *redlock.Client, tg *target, err error) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		// No round completed within the wait: judge by what the nodes
 		// showed last.
-		if countHealthy(c.States()) < c.Quorum() {
+		if countHealthy(admin.New(c).States()) < admin.New(c).Quorum() {
 			return &exitError{code: exitUnavailable, err: err,
 				msg: fmt.Sprintf("%s could not be %s %s: %s", tg.what, tg.verb, within, noQuorumText(c, nil))}
 		}
@@ -567,7 +571,7 @@ func noQuorumText(c *redlock.Client, op *redlock.OpError) string {
 	if op != nil && len(op.Nodes) > 0 {
 		ok := 0
 		for _, n := range op.Nodes {
-			if n.Outcome == redlock.OutcomeOK || n.Outcome == redlock.OutcomeTaken {
+			if n.Outcome == observe.OutcomeOK || n.Outcome == observe.OutcomeTaken {
 				ok++
 			}
 		}
@@ -579,15 +583,15 @@ func noQuorumText(c *redlock.Client, op *redlock.OpError) string {
 		quarantined := false
 		for _, n := range op.Nodes {
 			fmt.Fprintf(&b, "\n  %s %s", n.Node, resultText(n))
-			quarantined = quarantined || n.Outcome == redlock.OutcomeQuarantined
+			quarantined = quarantined || n.Outcome == observe.OutcomeQuarantined
 		}
 		if quarantined {
 			b.WriteString("\n" + quarantineHint)
 		}
 		return b.String()
 	}
-	states := c.States()
-	fmt.Fprintf(&b, "too few nodes available for a quorum (%d of %d nodes healthy, %d needed):", countHealthy(states), len(states), c.Quorum())
+	states := admin.New(c).States()
+	fmt.Fprintf(&b, "too few nodes available for a quorum (%d of %d nodes healthy, %d needed):", countHealthy(states), len(states), admin.New(c).Quorum())
 	for _, s := range states {
 		fmt.Fprintf(&b, "\n  %s %s", s.Node, stateText(s, time.Now()))
 	}
@@ -599,19 +603,19 @@ func noQuorumText(c *redlock.Client, op *redlock.OpError) string {
 // NodeResult.String, which is for logs: that one names the node itself,
 // uses the Outcome's names ("ok", "taken"), adds each answer's latency and
 // gives durations unrounded.
-func resultText(n redlock.NodeResult) string {
+func resultText(n observe.NodeResult) string {
 	switch n.Outcome {
-	case redlock.OutcomeOK:
+	case observe.OutcomeOK:
 		return "granted"
-	case redlock.OutcomeTaken:
+	case observe.OutcomeTaken:
 		return "held by another owner"
-	case redlock.OutcomeQuarantined:
+	case observe.OutcomeQuarantined:
 		return fmt.Sprintf("quarantined for %v more", roundDur(n.TTL))
-	case redlock.OutcomeFailed:
+	case observe.OutcomeFailed:
 		return "failed: " + describeErr(n.Err)
-	case redlock.OutcomeRefused:
+	case observe.OutcomeRefused:
 		return "refused: " + describeErr(n.Err)
-	case redlock.OutcomeNoAnswer:
+	case observe.OutcomeNoAnswer:
 		if n.Err != nil {
 			return "no answer: " + describeErr(n.Err)
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/observe"
 )
 
 // This file holds what several commands say of the nodes and their
@@ -21,10 +21,10 @@ func describeErr(err error) string {
 }
 
 // countHealthy returns how many states are healthy.
-func countHealthy(states []redlock.NodeState) int {
+func countHealthy(states []observe.NodeState) int {
 	n := 0
 	for _, s := range states {
-		if s.Health == redlock.NodeHealthy {
+		if s.Health == observe.NodeHealthy {
 			n++
 		}
 	}
@@ -32,15 +32,15 @@ func countHealthy(states []redlock.NodeState) int {
 }
 
 // stateText describes a node's state in a few words.
-func stateText(s redlock.NodeState, now time.Time) string {
+func stateText(s observe.NodeState, now time.Time) string {
 	switch s.Health {
-	case redlock.NodeQuarantined:
+	case observe.NodeQuarantined:
 		return fmt.Sprintf("quarantined until %s (%s more)", s.Until.Format("15:04:05"), roundDur(s.Until.Sub(now)))
-	case redlock.NodeUnreachable:
+	case observe.NodeUnreachable:
 		return "unreachable: " + describeErr(s.Err)
-	case redlock.NodeBusy:
+	case observe.NodeBusy:
 		return "busy: " + describeErr(s.Err)
-	case redlock.NodeRefusing:
+	case observe.NodeRefusing:
 		return "refused: " + describeErr(s.Err)
 	}
 	return s.Health.String()

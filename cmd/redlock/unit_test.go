@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
+	"github.com/quorumlock/redlock/observe"
 )
 
 func TestHistoryChecks(t *testing.T) {
@@ -43,38 +45,38 @@ func TestHistoryChecks(t *testing.T) {
 // newReport keeps the library's verdict and works out how long a quorum
 // keeps the holder's key: the quorum-th longest of its TTLs.
 func TestNewReport(t *testing.T) {
-	held := func(holder string, ttl time.Duration) redlock.KeyView {
-		return redlock.KeyView{Outcome: redlock.OutcomeOK, Held: true, Holder: holder, Owner: "o-" + holder, TTL: ttl, Fence: 7}
+	held := func(holder string, ttl time.Duration) admin.KeyView {
+		return admin.KeyView{Outcome: observe.OutcomeOK, Held: true, Holder: holder, Owner: "o-" + holder, TTL: ttl, Fence: 7}
 	}
-	empty := redlock.KeyView{Outcome: redlock.OutcomeOK}
-	down := redlock.KeyView{Outcome: redlock.OutcomeFailed, Err: errors.New("connection refused")}
-	wrongtype := redlock.KeyView{Outcome: redlock.OutcomeRefused, Err: errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")}
+	empty := admin.KeyView{Outcome: observe.OutcomeOK}
+	down := admin.KeyView{Outcome: observe.OutcomeFailed, Err: errors.New("connection refused")}
+	wrongtype := admin.KeyView{Outcome: observe.OutcomeRefused, Err: errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")}
 	for _, tc := range []struct {
-		state   redlock.KeyState
+		state   admin.KeyState
 		holder  string
-		nodes   []redlock.KeyView
+		nodes   []admin.KeyView
 		ttl     int64
 		heldOn  int
 		answers int
 		code    int
 	}{
-		{redlock.KeyHeld, "a", []redlock.KeyView{held("a", 900*time.Millisecond), held("a", 800*time.Millisecond), held("a", 700*time.Millisecond)}, 800, 3, 3, 0},
-		{redlock.KeyHeld, "a", []redlock.KeyView{held("a", 900*time.Millisecond), down, held("a", 700*time.Millisecond)}, 700, 2, 2, 0},
-		{redlock.KeySplit, "", []redlock.KeyView{held("a", 900*time.Millisecond), held("b", 800*time.Millisecond), empty}, 0, 0, 3, 0},
-		{redlock.KeyFree, "", []redlock.KeyView{empty, down, empty}, 0, 0, 2, 0},
-		{redlock.KeyUnknown, "", []redlock.KeyView{down, down, empty}, 0, 0, 1, exitUnavailable},
-		{redlock.KeyUnknown, "", []redlock.KeyView{wrongtype, wrongtype, empty}, 0, 0, 1, exitConfig},
-		{redlock.KeyUnknown, "", []redlock.KeyView{wrongtype, down, empty}, 0, 0, 1, exitUnavailable},
+		{admin.KeyHeld, "a", []admin.KeyView{held("a", 900*time.Millisecond), held("a", 800*time.Millisecond), held("a", 700*time.Millisecond)}, 800, 3, 3, 0},
+		{admin.KeyHeld, "a", []admin.KeyView{held("a", 900*time.Millisecond), down, held("a", 700*time.Millisecond)}, 700, 2, 2, 0},
+		{admin.KeySplit, "", []admin.KeyView{held("a", 900*time.Millisecond), held("b", 800*time.Millisecond), empty}, 0, 0, 3, 0},
+		{admin.KeyFree, "", []admin.KeyView{empty, down, empty}, 0, 0, 2, 0},
+		{admin.KeyUnknown, "", []admin.KeyView{down, down, empty}, 0, 0, 1, exitUnavailable},
+		{admin.KeyUnknown, "", []admin.KeyView{wrongtype, wrongtype, empty}, 0, 0, 1, exitConfig},
+		{admin.KeyUnknown, "", []admin.KeyView{wrongtype, down, empty}, 0, 0, 1, exitUnavailable},
 	} {
-		ins := &redlock.Inspection{Key: "k", State: tc.state, Holder: tc.holder, Nodes: tc.nodes}
+		ins := &admin.Inspection{Key: "k", State: tc.state, Holder: tc.holder, Nodes: tc.nodes}
 		if tc.holder != "" {
 			ins.Owner = "o-" + tc.holder
 		}
-		if tc.state == redlock.KeyUnknown {
+		if tc.state == admin.KeyUnknown {
 			// The library's verdict on why no quorum answered.
 			oe := &redlock.OpError{Op: "inspect", Key: "k", Quorum: 2, Err: redlock.ErrNoQuorum}
 			for _, v := range tc.nodes {
-				oe.Nodes = append(oe.Nodes, redlock.NodeResult{Outcome: v.Outcome, Err: v.Err})
+				oe.Nodes = append(oe.Nodes, observe.NodeResult{Outcome: v.Outcome, Err: v.Err})
 			}
 			if tc.code == exitConfig {
 				oe.Err = redlock.ErrRefused
@@ -93,9 +95,9 @@ func TestNewReport(t *testing.T) {
 	now := time.Now()
 	young, old := empty, empty
 	young.Age, old.Age = 4*time.Second, 20*time.Second
-	ins := &redlock.Inspection{Key: "k", State: redlock.KeyFree, Quarantine: 10 * time.Second, Nodes: []redlock.KeyView{young, old, down}}
-	healthy := redlock.NodeState{Health: redlock.NodeHealthy}
-	rep := newReport(ins, 2, []redlock.NodeState{healthy, healthy, {Health: redlock.NodeUnreachable}}, now)
+	ins := &admin.Inspection{Key: "k", State: admin.KeyFree, Quarantine: 10 * time.Second, Nodes: []admin.KeyView{young, old, down}}
+	healthy := observe.NodeState{Health: observe.NodeHealthy}
+	rep := newReport(ins, 2, []observe.NodeState{healthy, healthy, {Health: observe.NodeUnreachable}}, now)
 	if n := rep.Nodes[0]; n.State != "quarantined" || n.QuarantinedUntil == nil || !n.QuarantinedUntil.Equal(now.Add(6*time.Second)) {
 		t.Errorf("a node 4s old, quarantine 10s: %+v", n)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/clientx"
 	"github.com/quorumlock/redlock/wire"
 )
 
@@ -171,7 +172,7 @@ func (s *suite) testAdoptInvalid(t *testing.T) {
 		{wire.ReadersKey("x"), "tok"},
 		{wire.IntentKey("x"), "tok"},
 		{"k", ""},
-		{"k", strings.Repeat("t", redlock.MaxTokenLen+1)},
+		{"k", strings.Repeat("t", clientx.Limits.TokenLen+1)},
 	}
 	for _, tc := range cases {
 		start := time.Now()

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/redistest"
 	"github.com/quorumlock/redlock/wire"
 )
@@ -109,8 +111,8 @@ func (s *suite) testLockRelease(t *testing.T, n int, unix bool) {
 	opts := &redlock.Options{NodeTimeout: 2 * time.Second}
 	a, b := s.client(t, cl.urls(), opts), s.client(t, cl.urls(), opts)
 	ctx, key := ctxT(t), keyFor(t)
-	if a.Quorum() != n/2+1 {
-		t.Fatalf("Quorum() = %d, want %d", a.Quorum(), n/2+1)
+	if admin.New(a).Quorum() != n/2+1 {
+		t.Fatalf("Quorum() = %d, want %d", admin.New(a).Quorum(), n/2+1)
 	}
 	before := time.Now()
 	l, err := a.TryLock(ctx, key, 10*time.Second)
@@ -123,14 +125,14 @@ func (s *suite) testLockRelease(t *testing.T, n int, unix bool) {
 	if u := l.Until(); !u.After(before) || u.After(before.Add(10*time.Second)) || !l.Valid() {
 		t.Fatalf("Until %v is not within (start, start+ttl], or lock not Valid", u)
 	}
-	if got := cl.countValue(t, key, l.Token()); got < a.Quorum() {
-		t.Fatalf("token on %d nodes, want at least %d", got, a.Quorum())
+	if got := cl.countValue(t, key, l.Token()); got < admin.New(a).Quorum() {
+		t.Fatalf("token on %d nodes, want at least %d", got, admin.New(a).Quorum())
 	}
 	cl.settle(t, key, l.Token()) // the grants beyond the quorum follow
 	_, err = b.TryLock(ctx, key, 10*time.Second)
 	oe := mustOpError(t, err, redlock.ErrTaken)
 	for i, nr := range oe.Nodes {
-		if nr.Outcome != redlock.OutcomeTaken && nr.Outcome != redlock.OutcomeNoAnswer {
+		if nr.Outcome != observe.OutcomeTaken && nr.Outcome != observe.OutcomeNoAnswer {
 			t.Errorf("node %d (%s): outcome %v, want taken", i, nr.Node, nr.Outcome)
 		}
 	}
@@ -190,7 +192,7 @@ func (s *suite) testSubsetsDown(t *testing.T, n int) {
 			}
 		}
 		key := keyFor(t)
-		if up >= c.Quorum() {
+		if up >= admin.New(c).Quorum() {
 			// Lock, not TryLock: a client library may take a moment to
 			// dial a node that has just come back (go-redis stops
 			// dialling for up to a second after repeated failures).
@@ -207,7 +209,7 @@ func (s *suite) testSubsetsDown(t *testing.T, n int) {
 			_, err := c.TryLock(ctx, key, 10*time.Second)
 			oe := mustOpError(t, err, redlock.ErrNoQuorum)
 			for i, nr := range oe.Nodes {
-				if down&(1<<i) != 0 && nr.Outcome != redlock.OutcomeFailed {
+				if down&(1<<i) != 0 && nr.Outcome != observe.OutcomeFailed {
 					t.Errorf("down=%0*b: killed node %d has outcome %v", n, down, i, nr.Outcome)
 				}
 			}
@@ -231,7 +233,7 @@ func (s *suite) testTaken(t *testing.T) {
 		t.Fatalf("OpError %+v, want 3 rounds of acquire on %q with quorum 2", oe, key)
 	}
 	for _, nr := range oe.Nodes {
-		if nr.Outcome != redlock.OutcomeTaken || nr.TTL <= 0 || nr.TTL > 10*time.Second {
+		if nr.Outcome != observe.OutcomeTaken || nr.TTL <= 0 || nr.TTL > 10*time.Second {
 			t.Errorf("node %s: %v with TTL %v, want taken with the holder's TTL", nr.Node, nr.Outcome, nr.TTL)
 		}
 	}
@@ -333,7 +335,7 @@ func (s *suite) testExtend(t *testing.T) {
 		}
 		return n
 	}
-	if n := extended(); n < c.Quorum() {
+	if n := extended(); n < admin.New(c).Quorum() {
 		t.Fatalf("%d nodes have a PTTL above 10s after extending to 20s; want at least a quorum", n)
 	}
 	for deadline := time.Now().Add(10 * time.Second); extended() < 3; time.Sleep(time.Millisecond) {
@@ -536,8 +538,8 @@ func (s *suite) testLatencyEatsValidity(t *testing.T) {
 func (s *suite) testEvenN(t *testing.T) {
 	cl := startCluster(t, 4, false)
 	c := s.client(t, cl.urls(), nil)
-	if c.Quorum() != 3 {
-		t.Fatalf("Quorum() with 4 nodes = %d, want 3", c.Quorum())
+	if admin.New(c).Quorum() != 3 {
+		t.Fatalf("Quorum() with 4 nodes = %d, want 3", admin.New(c).Quorum())
 	}
 	ctx, key := ctxT(t), keyFor(t)
 	if err := cl.servers[3].Kill(); err != nil {

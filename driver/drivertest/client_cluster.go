@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/redistest"
 	"github.com/quorumlock/redlock/wire"
 )
@@ -205,7 +206,7 @@ func (s *suite) testClusterRestartEmpty(t *testing.T) {
 	canaryOpts.DisableQuarantine = true
 	canary := s.quarantineClient(t, urls, &canaryOpts)
 	tryDuring(t, ctx, la, key, ttlB, b, canary, "quarantined,quarantined,taken")
-	expectHealth(t, b, la, redlock.NodeQuarantined, redlock.NodeQuarantined, redlock.NodeHealthy)
+	expectHealth(t, b, la, observe.NodeQuarantined, observe.NodeQuarantined, observe.NodeHealthy)
 	for _, cl := range clusters[:2] {
 		if err := cl.WaitOK(); err != nil {
 			t.Fatal(err)

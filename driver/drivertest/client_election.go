@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/clientx"
 	"github.com/quorumlock/redlock/wire"
 )
 
@@ -224,7 +225,7 @@ func (s *suite) testElectionInvalid(t *testing.T) {
 		ttl        time.Duration
 	}{
 		{key, "line\nbreak", time.Second},
-		{key, string(make([]byte, redlock.MaxOwnerLen+1)), time.Second},
+		{key, string(make([]byte, clientx.Limits.OwnerLen+1)), time.Second},
 		{"", "v", time.Second},
 		{wire.TermKey(key), "v", time.Second},
 		{key, "v", 0},

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/redistest"
 	"github.com/quorumlock/redlock/wire"
 )
@@ -103,7 +105,7 @@ func (s *suite) testFailoverQuarantine(t *testing.T) {
 	canaryOpts.DisableQuarantine = true
 	canary := s.quarantineClient(t, urls, &canaryOpts)
 	tryDuring(t, ctx, la, key, ttlB, b, canary, "quarantined,quarantined,taken")
-	expectHealth(t, b, la, redlock.NodeQuarantined, redlock.NodeQuarantined, redlock.NodeHealthy)
+	expectHealth(t, b, la, observe.NodeQuarantined, observe.NodeQuarantined, observe.NodeHealthy)
 	// Liveness: once the promoted nodes have served for A's TTL, B gets in.
 	lockAfterQuarantine(t, ctx, b, key, ttlB)
 }
@@ -178,13 +180,13 @@ func tryDuring(t *testing.T, ctx context.Context, l *redlock.Lock, key string, t
 // expectHealth fails t unless the nodes of c are in the states want, and
 // those quarantined are so until l's validity ends, at least: their
 // quarantine began after l was granted, and lasts l's TTL.
-func expectHealth(t *testing.T, c *redlock.Client, l *redlock.Lock, want ...redlock.NodeHealth) {
+func expectHealth(t *testing.T, c *redlock.Client, l *redlock.Lock, want ...observe.NodeHealth) {
 	t.Helper()
-	for i, st := range c.States() {
+	for i, st := range admin.New(c).States() {
 		if st.Health != want[i] {
 			t.Errorf("node %d (%s): %v, want %v", i, st.Node, st.Health, want[i])
 		}
-		if st.Health == redlock.NodeQuarantined && st.Until.Before(l.Until()) {
+		if st.Health == observe.NodeQuarantined && st.Until.Before(l.Until()) {
 			t.Errorf("node %d: quarantined until %v, before the end of the lock it lost, %v", i, st.Until, l.Until())
 		}
 	}

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
+	"github.com/quorumlock/redlock/internal/clientx"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/redistest"
 	"github.com/quorumlock/redlock/wire"
 )
@@ -52,7 +55,7 @@ func (s *suite) testInspectStates(t *testing.T) {
 	ctx, key := ctxT(t), keyFor(t)
 
 	ins := inspect(t, c, key)
-	if ins.State != redlock.KeyFree || ins.Holder != "" || len(ins.Nodes) != 3 {
+	if ins.State != admin.KeyFree || ins.Holder != "" || len(ins.Nodes) != 3 {
 		t.Fatalf("a key never locked: %+v", ins)
 	}
 	for _, v := range ins.Nodes {
@@ -63,7 +66,7 @@ func (s *suite) testInspectStates(t *testing.T) {
 
 	l := lockOnAll(t, ctx, c, key, 10*time.Second, cl.servers)
 	ins = inspect(t, c, key)
-	if ins.State != redlock.KeyHeld || ins.Holder != l.ID() || ins.Owner != "inspector-test" || ins.Fence < l.Fence() {
+	if ins.State != admin.KeyHeld || ins.Holder != l.ID() || ins.Owner != "inspector-test" || ins.Fence < l.Fence() {
 		t.Fatalf("a held key: %+v, want held by %s (inspector-test) with fence >= %d", ins, l.ID(), l.Fence())
 	}
 	if strings.Contains(ins.Holder, l.Token()) || strings.Contains(ins.Owner, l.Token()) {
@@ -88,7 +91,7 @@ func (s *suite) testInspectStates(t *testing.T) {
 	cl.servers[0].MustDo(t, "SET", key, "tokenA ownerA", "PX", "10000")
 	cl.servers[1].MustDo(t, "SET", key, "tokenB", "PX", "10000")
 	ins = inspect(t, c, key)
-	if ins.State != redlock.KeySplit || ins.Holder != "" {
+	if ins.State != admin.KeySplit || ins.Holder != "" {
 		t.Fatalf("a split key: %+v", ins)
 	}
 	if v := ins.Nodes[0]; v.Owner != "ownerA" || v.Holder == "" || v.Holder == ins.Nodes[1].Holder {
@@ -105,7 +108,7 @@ func (s *suite) testInspectStates(t *testing.T) {
 	}
 	cl.awaitNoKey(t, key+":short", 5*time.Second)
 	ins = inspect(t, c, key+":short")
-	if ins.State != redlock.KeyFree || ins.Fence < short.Fence() {
+	if ins.State != admin.KeyFree || ins.Fence < short.Fence() {
 		t.Errorf("an expired key: %+v, want free with fence >= %d", ins, short.Fence())
 	}
 }
@@ -124,20 +127,20 @@ func (s *suite) testInspectErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	ins := inspect(t, c, key)
-	if ins.State != redlock.KeyUnknown {
+	if ins.State != admin.KeyUnknown {
 		t.Errorf("one answer of three: %v, want unknown", ins.State)
 	}
 	wrong, dead := ins.Nodes[0], ins.Nodes[2]
-	if wrong.Outcome != redlock.OutcomeRefused || !strings.Contains(errString(wrong.Err), "WRONGTYPE") {
+	if wrong.Outcome != observe.OutcomeRefused || !strings.Contains(errString(wrong.Err), "WRONGTYPE") {
 		t.Errorf("node with a hash: %+v, want refused with WRONGTYPE", wrong)
 	}
-	if dead.Err == nil || dead.Outcome == redlock.OutcomeRefused || dead.Outcome == redlock.OutcomeOK {
+	if dead.Err == nil || dead.Outcome == observe.OutcomeRefused || dead.Outcome == observe.OutcomeOK {
 		t.Errorf("killed node: %+v, want an error that is not a refusal", dead)
 	}
 	if v := ins.Nodes[1]; !v.Held || v.Holder != l.ID() {
 		t.Errorf("the node that holds the lock: %+v", v)
 	}
-	if _, err := c.Inspect(ctx, "redlock:node"); !errors.Is(err, redlock.ErrInvalid) {
+	if _, err := admin.New(c).Inspect(ctx, "redlock:node"); !errors.Is(err, redlock.ErrInvalid) {
 		t.Errorf("Inspect of a reserved key: %v, want ErrInvalid", err)
 	}
 }
@@ -157,7 +160,7 @@ func (s *suite) testForceRelease(t *testing.T) {
 	// that node's clock if that node gave it.
 	cl.servers[2].MustDo(t, "DEL", wire.FenceKey(key))
 
-	views, err := op.ForceRelease(ctx, key)
+	views, err := admin.New(op).ForceRelease(ctx, key)
 	if err != nil {
 		t.Fatalf("ForceRelease: %v", err)
 	}
@@ -200,7 +203,7 @@ func (s *suite) testForceRelease(t *testing.T) {
 	op.Close()
 	cl.settle(t, key, "")
 	// Nothing left: ForceRelease of a free key removes nothing.
-	views, err = op.ForceRelease(ctx, key)
+	views, err = admin.New(op).ForceRelease(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +218,7 @@ func (s *suite) testForceRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := op.ForceRelease(ctx, key); !errors.Is(err, redlock.ErrNoQuorum) {
+	if _, err := admin.New(op).ForceRelease(ctx, key); !errors.Is(err, redlock.ErrNoQuorum) {
 		t.Errorf("ForceRelease with one node of three: %v, want ErrNoQuorum", err)
 	}
 }
@@ -235,7 +238,7 @@ func (s *suite) testOwnerLabel(t *testing.T) {
 	if want := ":" + strconv.Itoa(os.Getpid()); !strings.HasSuffix(ins.Owner, want) || len(ins.Owner) <= len(want) {
 		t.Errorf("default owner %q, want host%s", ins.Owner, want)
 	}
-	for _, bad := range []string{strings.Repeat("x", redlock.MaxOwnerLen+1), "tab\there", "\xff"} {
+	for _, bad := range []string{strings.Repeat("x", clientx.Limits.OwnerLen+1), "tab\there", "\xff"} {
 		if _, err := redlock.New([]redlock.Node{s.dial(t, cl.urls()[0])}, &redlock.Options{Owner: bad}); !errors.Is(err, redlock.ErrInvalid) {
 			t.Errorf("Owner %q: %v, want ErrInvalid", bad, err)
 		}
@@ -265,7 +268,7 @@ func (s *suite) testLeastPrivilege(t *testing.T) {
 	c2 := s.quarantineClient(t, urls, &redlock.Options{Quarantine: 100 * time.Millisecond})
 	ctx, key := ctxT(t), "locks:"+keyFor(t)
 	time.Sleep(time.Second) // let the servers outlive the quarantine (whole seconds of uptime)
-	if st := c.Probe(ctx); st[0].Err != nil {
+	if st := admin.New(c).Probe(ctx); st[0].Err != nil {
 		t.Fatalf("Probe: %v", st[0].Err)
 	}
 	l, err := c.Lock(ctx, key, 2*time.Second)
@@ -284,7 +287,7 @@ func (s *suite) testLeastPrivilege(t *testing.T) {
 	if err := l.Extend(ctx, 2*time.Second); err != nil {
 		t.Fatalf("Extend: %v", err)
 	}
-	if _, err := c.Inspect(ctx, key); err != nil {
+	if _, err := admin.New(c).Inspect(ctx, key); err != nil {
 		t.Fatalf("Inspect: %v", err)
 	}
 	if err := l.Release(ctx); err != nil {
@@ -297,7 +300,7 @@ func (s *suite) testLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c2.ForceRelease(ctx, key); err != nil {
+	if _, err := admin.New(c2).ForceRelease(ctx, key); err != nil {
 		t.Fatalf("ForceRelease: %v", err)
 	}
 	if err := l.Release(ctx); !errors.Is(err, redlock.ErrLockLost) {
@@ -371,9 +374,9 @@ func (s *suite) rawAs(t *testing.T, srv *redistest.Server, cmd []string) error {
 }
 
 // inspect calls c.Inspect and fails t on an error.
-func inspect(t *testing.T, c *redlock.Client, key string) *redlock.Inspection {
+func inspect(t *testing.T, c *redlock.Client, key string) *admin.Inspection {
 	t.Helper()
-	ins, err := c.Inspect(ctxT(t), key)
+	ins, err := admin.New(c).Inspect(ctxT(t), key)
 	if err != nil {
 		t.Fatalf("Inspect: %v", err)
 	}

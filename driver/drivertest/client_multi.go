@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/clientx"
 	"github.com/quorumlock/redlock/redistest"
 	"github.com/quorumlock/redlock/wire"
 )
@@ -223,7 +224,7 @@ func (s *suite) testLockAllInvalid(t *testing.T) {
 	cl := startCluster(t, 1, false)
 	c := s.client(t, cl.urls(), nil)
 	ctx := ctxT(t)
-	many := make([]string, redlock.MaxKeys+1)
+	many := make([]string, clientx.Limits.Keys+1)
 	for i := range many {
 		many[i] = "k" + strconv.Itoa(i)
 	}

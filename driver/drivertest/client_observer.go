@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
+	"github.com/quorumlock/redlock/internal/clientx"
+	"github.com/quorumlock/redlock/observe"
 )
 
 // recorder is an Observer that keeps every event with the operation its
@@ -20,7 +23,7 @@ type recorder struct {
 
 type seen struct {
 	op string // the operation Start named, from the context; "" if none
-	e  redlock.Event
+	e  observe.Event
 }
 
 type opKey struct{}
@@ -32,7 +35,7 @@ func (r *recorder) Start(ctx context.Context, op, key string) context.Context {
 	return context.WithValue(ctx, opKey{}, op)
 }
 
-func (r *recorder) Observe(ctx context.Context, e redlock.Event) {
+func (r *recorder) Observe(ctx context.Context, e observe.Event) {
 	op, _ := ctx.Value(opKey{}).(string)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -40,7 +43,7 @@ func (r *recorder) Observe(ctx context.Context, e redlock.Event) {
 }
 
 // has reports whether an event that match accepts has come.
-func (r *recorder) has(match func(redlock.Event) bool) bool {
+func (r *recorder) has(match func(observe.Event) bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range r.events {
@@ -51,8 +54,8 @@ func (r *recorder) has(match func(redlock.Event) bool) bool {
 	return false
 }
 
-func lostEvent(e redlock.Event) bool {
-	_, ok := e.(redlock.LostEvent)
+func lostEvent(e observe.Event) bool {
+	_, ok := e.(observe.LostEvent)
 	return ok
 }
 
@@ -67,7 +70,7 @@ func (r *recorder) take() []seen {
 
 // one returns the single event of type E that match accepts, and fails t
 // unless there is exactly one.
-func one[E redlock.Event](t *testing.T, events []seen, what string, match func(op string, e E) bool) E {
+func one[E observe.Event](t *testing.T, events []seen, what string, match func(op string, e E) bool) E {
 	t.Helper()
 	var found []E
 	for _, s := range events {
@@ -99,20 +102,20 @@ func (s *suite) testObserver(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := rec.take()
-	round := one(t, ev, "acquire round", func(op string, e redlock.RoundEvent) bool { return op == "acquire" && e.Op == "acquire" })
+	round := one(t, ev, "acquire round", func(op string, e observe.RoundEvent) bool { return op == "acquire" && e.Op == "acquire" })
 	if !round.OK || round.Key != key || round.Round != 1 || len(round.Nodes) != 3 || round.Duration <= 0 || round.Start.IsZero() {
 		t.Errorf("acquire round %+v, want round 1 of %q granted, with 3 nodes", round, key)
 	}
 	granted := 0
 	for _, n := range round.Nodes {
-		if n.Outcome == redlock.OutcomeOK {
+		if n.Outcome == observe.OutcomeOK {
 			granted++
 		}
 	}
 	if granted < 2 {
 		t.Errorf("acquire round reports %d grants, want at least the quorum of 2: %v", granted, round.Nodes)
 	}
-	done := one(t, ev, "acquire done", func(op string, e redlock.OpEvent) bool { return op == "acquire" && e.Op == "acquire" })
+	done := one(t, ev, "acquire done", func(op string, e observe.OpEvent) bool { return op == "acquire" && e.Op == "acquire" })
 	if round.Quorum != 2 || done.Quorum != 2 {
 		t.Errorf("quorum %d in the round, %d in the operation, want 2", round.Quorum, done.Quorum)
 	}
@@ -121,7 +124,7 @@ func (s *suite) testObserver(t *testing.T) {
 	}
 	healthy := 0
 	for _, s := range ev {
-		if e, ok := s.e.(redlock.NodeEvent); ok && e.Previous == redlock.NodeUnknown && e.State.Health == redlock.NodeHealthy {
+		if e, ok := s.e.(observe.NodeEvent); ok && e.Previous == observe.NodeUnknown && e.State.Health == observe.NodeHealthy {
 			healthy++
 		}
 	}
@@ -135,7 +138,7 @@ func (s *suite) testObserver(t *testing.T) {
 		t.Fatalf("TryLock with a 1ms TTL: %v, want ErrInvalid", err)
 	}
 	ev = rec.take()
-	if e := one(t, ev, "refused acquire", func(op string, e redlock.OpEvent) bool { return op == "acquire" }); !errors.Is(e.Err, redlock.ErrInvalid) || len(ev) != 1 {
+	if e := one(t, ev, "refused acquire", func(op string, e observe.OpEvent) bool { return op == "acquire" }); !errors.Is(e.Err, redlock.ErrInvalid) || len(ev) != 1 {
 		t.Errorf("events of an invalid TryLock %+v, want only an acquire event with ErrInvalid", ev)
 	}
 
@@ -143,27 +146,27 @@ func (s *suite) testObserver(t *testing.T) {
 	_, err = c.Lock(ctx, key, 10*time.Second)
 	mustOpError(t, err, redlock.ErrTaken)
 	ev = rec.take()
-	done = one(t, ev, "failed acquire", func(op string, e redlock.OpEvent) bool { return e.Op == "acquire" })
+	done = one(t, ev, "failed acquire", func(op string, e observe.OpEvent) bool { return e.Op == "acquire" })
 	if !errors.Is(done.Err, redlock.ErrTaken) || done.Rounds != 2 {
 		t.Errorf("acquire event %+v, want ErrTaken after 2 rounds", done)
 	}
 	for n := 1; n <= 2; n++ {
-		r := one(t, ev, "acquire round", func(op string, e redlock.RoundEvent) bool {
+		r := one(t, ev, "acquire round", func(op string, e observe.RoundEvent) bool {
 			return op == "acquire" && e.Op == "acquire" && e.Round == n
 		})
 		taken := 0
 		for _, nr := range r.Nodes {
-			if nr.Outcome == redlock.OutcomeOK {
+			if nr.Outcome == observe.OutcomeOK {
 				t.Errorf("acquire round %d: node %s granted a held lock", n, nr.Node)
 			}
-			if nr.Outcome == redlock.OutcomeTaken {
+			if nr.Outcome == observe.OutcomeTaken {
 				taken++
 			}
 		}
 		if r.OK || taken < 2 {
 			t.Errorf("acquire round %d %+v, want refused with the key taken on at least 2 nodes", n, r)
 		}
-		one(t, ev, "cleanup round", func(op string, e redlock.RoundEvent) bool {
+		one(t, ev, "cleanup round", func(op string, e observe.RoundEvent) bool {
 			return op == "acquire" && e.Op == "cleanup" && e.Round == n
 		})
 	}
@@ -172,10 +175,10 @@ func (s *suite) testObserver(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev = rec.take()
-	if e := one(t, ev, "extend round", func(op string, e redlock.RoundEvent) bool { return op == "extend" && e.Op == "extend" }); !e.OK {
+	if e := one(t, ev, "extend round", func(op string, e observe.RoundEvent) bool { return op == "extend" && e.Op == "extend" }); !e.OK {
 		t.Errorf("extend round %+v, want OK", e)
 	}
-	if e := one(t, ev, "extend done", func(op string, e redlock.OpEvent) bool { return op == "extend" && e.Op == "extend" }); e.Err != nil {
+	if e := one(t, ev, "extend done", func(op string, e observe.OpEvent) bool { return op == "extend" && e.Op == "extend" }); e.Err != nil {
 		t.Errorf("extend event %+v, want success", e)
 	}
 
@@ -184,14 +187,14 @@ func (s *suite) testObserver(t *testing.T) {
 	if err := cl.servers[0].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	c.Probe(ctx)
+	admin.New(c).Probe(ctx)
 	ev = rec.take()
-	if e := one(t, ev, "probe round", func(op string, e redlock.RoundEvent) bool { return e.Op == "probe" }); e.OK || e.Nodes[0].Outcome != redlock.OutcomeFailed {
+	if e := one(t, ev, "probe round", func(op string, e observe.RoundEvent) bool { return e.Op == "probe" }); e.OK || e.Nodes[0].Outcome != observe.OutcomeFailed {
 		t.Errorf("probe round %+v, want node 0 failed", e)
 	}
-	down := one(t, ev, "node down", func(op string, e redlock.NodeEvent) bool { return e.State.Health == redlock.NodeUnreachable })
-	if down.Previous != redlock.NodeHealthy || down.State.Node != c.Nodes()[0] || down.State.Err == nil {
-		t.Errorf("node event %+v, want %s healthy -> unreachable with its error", down, c.Nodes()[0])
+	down := one(t, ev, "node down", func(op string, e observe.NodeEvent) bool { return e.State.Health == observe.NodeUnreachable })
+	if down.Previous != observe.NodeHealthy || down.State.Node != clientx.Of(c).Nodes()[0] || down.State.Err == nil {
+		t.Errorf("node event %+v, want %s healthy -> unreachable with its error", down, clientx.Of(c).Nodes()[0])
 	}
 
 	// The lock disappears from the other two: Extend finds it lost.
@@ -199,23 +202,23 @@ func (s *suite) testObserver(t *testing.T) {
 	cl.servers[2].MustDo(t, "DEL", key)
 	mustOpError(t, l.Extend(ctx, 10*time.Second), redlock.ErrLockLost)
 	ev = rec.take()
-	lost := one(t, ev, "lost", func(op string, e redlock.LostEvent) bool { return op == "extend" })
+	lost := one(t, ev, "lost", func(op string, e observe.LostEvent) bool { return op == "extend" })
 	if !errors.Is(lost.Cause, redlock.ErrLockLost) || lost.Key != key || lost.Fence != l.Fence() || lost.Held <= 0 {
 		t.Errorf("lost event %+v, want the lock's key and fence with a cause wrapping ErrLockLost", lost)
 	}
-	if e := one(t, ev, "extend done", func(op string, e redlock.OpEvent) bool { return e.Op == "extend" }); !errors.Is(e.Err, redlock.ErrLockLost) {
+	if e := one(t, ev, "extend done", func(op string, e observe.OpEvent) bool { return e.Op == "extend" }); !errors.Is(e.Err, redlock.ErrLockLost) {
 		t.Errorf("extend event %+v, want ErrLockLost", e)
 	}
 
 	mustOpError(t, l.Release(ctx), redlock.ErrLockLost)
 	ev = rec.take()
-	rel := one(t, ev, "release done", func(op string, e redlock.OpEvent) bool { return op == "release" && e.Op == "release" })
+	rel := one(t, ev, "release done", func(op string, e observe.OpEvent) bool { return op == "release" && e.Op == "release" })
 	if !errors.Is(rel.Err, redlock.ErrLockLost) || rel.Held < lost.Held {
 		t.Errorf("release event %+v, want ErrLockLost after holding at least %v", rel, lost.Held)
 	}
-	one(t, ev, "release round", func(op string, e redlock.RoundEvent) bool { return op == "release" && e.Op == "release" })
+	one(t, ev, "release round", func(op string, e observe.RoundEvent) bool { return op == "release" && e.Op == "release" })
 	for _, s := range ev {
-		if _, ok := s.e.(redlock.LostEvent); ok {
+		if _, ok := s.e.(observe.LostEvent); ok {
 			t.Errorf("a second LostEvent on Release: %+v", s.e)
 		}
 	}
@@ -232,7 +235,7 @@ func (s *suite) testObserver(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	ev = rec.take()
-	lost = one(t, ev, "lost at the deadline", func(op string, e redlock.LostEvent) bool { return e.Key == key+":short" })
+	lost = one(t, ev, "lost at the deadline", func(op string, e observe.LostEvent) bool { return e.Key == key+":short" })
 	if !errors.Is(lost.Cause, redlock.ErrLockLost) || lost.Cause != context.Cause(short.Context()) {
 		t.Errorf("lost event %+v, want the context's cause %v", lost, context.Cause(short.Context()))
 	}

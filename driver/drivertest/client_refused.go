@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/redistest"
 )
 
@@ -28,8 +30,8 @@ func (s *suite) testRefused(t *testing.T) {
 		c := s.client(t, []string{aclURL(srv, ACLUser, "wrongpassword123")}, nil)
 		_, err := c.Lock(ctxT(t), keyFor(t), time.Second)
 		mustRefuse(t, err, "WRONGPASS")
-		if st := c.States()[0]; st.Health != redlock.NodeRefusing {
-			t.Errorf("node state %v, want %v", st.Health, redlock.NodeRefusing)
+		if st := admin.New(c).States()[0]; st.Health != observe.NodeRefusing {
+			t.Errorf("node state %v, want %v", st.Health, observe.NodeRefusing)
 		}
 	})
 	t.Run("NoPassword", func(t *testing.T) {
@@ -129,7 +131,7 @@ func (s *suite) testRefusedWrongType(t *testing.T) {
 	if strings.Contains(err.Error(), "no quorum") {
 		t.Errorf("error %q speaks of no quorum", err)
 	}
-	if oe.Nodes[2].Outcome == redlock.OutcomeRefused {
+	if oe.Nodes[2].Outcome == observe.OutcomeRefused {
 		t.Errorf("the node without the hash refused: %v", oe.Nodes[2])
 	}
 	_, err = c.Lock(ctx, key, 10*time.Second)
@@ -240,7 +242,7 @@ func mustRefuse(t *testing.T, err error, code string) *redlock.OpError {
 		t.Errorf("error %q does not name %s, or speaks of reachability", err, code)
 	}
 	for _, n := range oe.Nodes {
-		if n.Outcome != redlock.OutcomeRefused {
+		if n.Outcome != observe.OutcomeRefused {
 			continue
 		}
 		var reply *driver.ReplyError

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
+	"github.com/quorumlock/redlock/internal/clientx"
 	"github.com/quorumlock/redlock/redistest"
 	"github.com/quorumlock/redlock/wire"
 )
@@ -71,7 +73,7 @@ func (s *suite) testRWLeastPrivilege(t *testing.T) {
 			t.Fatal("the writer's intent never showed")
 		}
 	}
-	if ins, err := c.Inspect(ctx, key); err != nil || ins.State != redlock.KeyShared {
+	if ins, err := admin.New(c).Inspect(ctx, key); err != nil || ins.State != admin.KeyShared {
 		t.Fatalf("Inspect: %+v, %v", ins, err)
 	}
 	a, err := c.Adopt(ctx, key, r.Token())
@@ -95,8 +97,8 @@ func (s *suite) testRWLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Lock with the rules of before: %v", err)
 	}
-	ins, err := old.Inspect(ctx, key)
-	if err != nil || ins.State != redlock.KeyHeld || ins.Holder != l.ID() {
+	ins, err := admin.New(old).Inspect(ctx, key)
+	if err != nil || ins.State != admin.KeyHeld || ins.Holder != l.ID() {
 		t.Fatalf("Inspect with the rules of before: %+v, %v", ins, err)
 	}
 	for _, v := range ins.Nodes {
@@ -104,7 +106,7 @@ func (s *suite) testRWLeastPrivilege(t *testing.T) {
 			t.Errorf("node %s: %v", v.Node, v.Err)
 		}
 	}
-	if _, err := old.ForceRelease(ctx, key); err != nil {
+	if _, err := admin.New(old).ForceRelease(ctx, key); err != nil {
 		t.Fatalf("ForceRelease with the rules of before: %v", err)
 	}
 }
@@ -140,8 +142,8 @@ func (s *suite) testRWCluster(t *testing.T) {
 		if err := r1.Extend(ctx, 20*time.Second); err != nil {
 			t.Fatalf("Extend of a reader of %q: %v", key, err)
 		}
-		ins, err := c.Inspect(ctx, key)
-		if err != nil || ins.State != redlock.KeyShared || len(ins.Readers) != 2 {
+		ins, err := admin.New(c).Inspect(ctx, key)
+		if err != nil || ins.State != admin.KeyShared || len(ins.Readers) != 2 {
 			t.Fatalf("Inspect(%q): %+v, %v", key, ins, err)
 		}
 		a, err := c.Adopt(ctx, key, r2.Token())
@@ -160,7 +162,7 @@ func (s *suite) testRWCluster(t *testing.T) {
 		if got := master.MustDo(t, "GET", key); got != w.Token() {
 			t.Fatalf("key %q holds %#v, want the writer's token", key, got)
 		}
-		if _, err := c.ForceRelease(ctx, key); err != nil {
+		if _, err := admin.New(c).ForceRelease(ctx, key); err != nil {
 			t.Fatalf("ForceRelease(%q): %v", key, err)
 		}
 		if _, err := c.Adopt(ctx, key, w.Token()); !errors.Is(err, redlock.ErrLockLost) {
@@ -446,7 +448,7 @@ func (s *suite) testRWCrashedIntent(t *testing.T) {
 	c := s.client(t, cl.urls(), opts)
 	rw := c.RWLock(key)
 	const ttl = 500 * time.Millisecond
-	bound := c.IntentTTL(ttl)
+	bound := clientx.Of(c).IntentTTL(ttl)
 	if bound < ttl || bound > time.Second {
 		t.Fatalf("IntentTTL(%v) = %v with these options", ttl, bound)
 	}
@@ -684,11 +686,11 @@ func (s *suite) testRWOperator(t *testing.T) {
 	rw := c.RWLock(key)
 	r1 := cl.readerOnAll(t, ctx, rw, 20*time.Second)
 	r2 := cl.readerOnAll(t, ctx, rw, 10*time.Second)
-	ins, err := c.Inspect(ctx, key)
+	ins, err := admin.New(c).Inspect(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ins.State != redlock.KeyShared || len(ins.Readers) != 2 {
+	if ins.State != admin.KeyShared || len(ins.Readers) != 2 {
 		t.Fatalf("Inspect: state %v with %d readers, want shared with 2", ins.State, len(ins.Readers))
 	}
 	if ins.Readers[0].ID != r2.ID() || ins.Readers[1].ID != r1.ID() {
@@ -714,10 +716,10 @@ func (s *suite) testRWOperator(t *testing.T) {
 			t.Fatalf("intent on %d nodes", cl.intents(t, key))
 		}
 	}
-	if ins, err = c.Inspect(ctx, key); err != nil || ins.WaitingWriters != 1 {
+	if ins, err = admin.New(c).Inspect(ctx, key); err != nil || ins.WaitingWriters != 1 {
 		t.Errorf("Inspect with a waiting writer: %d waiting, %v", ins.WaitingWriters, err)
 	}
-	if _, err := c.ForceRelease(ctx, key); err != nil {
+	if _, err := admin.New(c).ForceRelease(ctx, key); err != nil {
 		t.Fatal(err)
 	}
 	// The removal woke the writer; its round finds the key free.

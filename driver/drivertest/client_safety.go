@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/wire"
 )
 
@@ -232,8 +234,8 @@ func (s *suite) testQuarantine(t *testing.T, disabled, snapshot bool) {
 	if refused == 0 {
 		t.Fatalf("none of B's %d rounds was refused by quarantine (quarantined, quarantined, taken): %v; the restarts took %v of A's validity", tries, seen, restarted)
 	}
-	st := b.States()
-	for i, want := range []redlock.NodeHealth{redlock.NodeQuarantined, redlock.NodeQuarantined, redlock.NodeHealthy} {
+	st := admin.New(b).States()
+	for i, want := range []observe.NodeHealth{observe.NodeQuarantined, observe.NodeQuarantined, observe.NodeHealthy} {
 		if st[i].Health != want {
 			t.Errorf("node %d: %v, want %v", i, st[i].Health, want)
 		}
@@ -242,10 +244,10 @@ func (s *suite) testQuarantine(t *testing.T, disabled, snapshot bool) {
 	// loop ends some time after A's validity, by how long its last round
 	// and pause took: that the quarantine is still on then depends on
 	// the machine's speed.)
-	if st[0].Health == redlock.NodeQuarantined && st[0].Until.Before(la.Until()) {
+	if st[0].Health == observe.NodeQuarantined && st[0].Until.Before(la.Until()) {
 		t.Errorf("quarantined node's Until %v is before the end of A's lock, %v", st[0].Until, la.Until())
 	}
-	probed := b.Probe(ctx)
+	probed := admin.New(b).Probe(ctx)
 	sinceRestart := time.Since(restarting)
 	if probed[0].Age > sinceRestart || probed[2].Age < probed[0].Age || probed[2].MaxTTL != ttlA {
 		t.Errorf("Probe: restarted node age %v (restarted %v ago), survivor age %v maxttl %v", probed[0].Age, sinceRestart, probed[2].Age, probed[2].MaxTTL)

@@ -283,7 +283,7 @@ func (s *suite) testSemaphoreInvalid(t *testing.T) {
 	}{
 		{key, 0},
 		{key, -1},
-		{key, redlock.MaxPermits + 1},
+		{key, wire.MaxPermits + 1},
 		{"", 2},
 		{wire.PermitKey(key, 0), 2},
 	} {

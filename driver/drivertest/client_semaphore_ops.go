@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/wire"
 )
 
@@ -24,7 +25,7 @@ func (s *suite) testSemaphoreOperator(t *testing.T) {
 	const n = 3
 	sem := holder.Semaphore(key, n)
 
-	slots, err := op.Semaphore(key, n).Inspect(ctx)
+	slots, err := admin.New(op).InspectSemaphore(ctx, op.Semaphore(key, n))
 	if err != nil {
 		t.Fatalf("Inspect of a free semaphore: %v", err)
 	}
@@ -32,7 +33,7 @@ func (s *suite) testSemaphoreOperator(t *testing.T) {
 		t.Fatalf("Inspect returned %d slots, want %d", len(slots), n)
 	}
 	for i, ins := range slots {
-		if ins.Key != wire.PermitKey(key, i) || ins.State != redlock.KeyFree {
+		if ins.Key != wire.PermitKey(key, i) || ins.State != admin.KeyFree {
 			t.Errorf("slot %d of a free semaphore: key %q state %v, want %q free", i, ins.Key, ins.State, wire.PermitKey(key, i))
 		}
 	}
@@ -48,13 +49,13 @@ func (s *suite) testSemaphoreOperator(t *testing.T) {
 		cl.settle(t, wire.PermitKey(key, p.Slot()), p.Token())
 		held[p.Slot()] = p
 	}
-	slots, err = op.Semaphore(key, n).Inspect(ctx)
+	slots, err = admin.New(op).InspectSemaphore(ctx, op.Semaphore(key, n))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, ins := range slots {
 		p := held[i]
-		if ins.State != redlock.KeyHeld || ins.Holder != p.ID() || ins.Owner != "stuck-worker" || ins.Fence < p.Fence() {
+		if ins.State != admin.KeyHeld || ins.Holder != p.ID() || ins.Owner != "stuck-worker" || ins.Fence < p.Fence() {
 			t.Errorf("slot %d: %v held by %q (%q), fence %d; want held by %q (stuck-worker), fence ≥ %d",
 				i, ins.State, ins.Holder, ins.Owner, ins.Fence, p.ID(), p.Fence())
 		}
@@ -74,7 +75,7 @@ func (s *suite) testSemaphoreOperator(t *testing.T) {
 		got <- p
 	}()
 	removed := held[1]
-	views, err := op.Semaphore(key, n).ForceRelease(ctx, 1)
+	views, err := admin.New(op).ForceReleasePermit(ctx, op.Semaphore(key, n), 1)
 	if err != nil {
 		t.Fatalf("ForceRelease of slot 1: %v", err)
 	}
@@ -107,14 +108,14 @@ func (s *suite) testSemaphoreOperator(t *testing.T) {
 	}
 
 	for _, bad := range []int{-1, n} {
-		if _, err := op.Semaphore(key, n).ForceRelease(ctx, bad); !errors.Is(err, redlock.ErrInvalid) {
+		if _, err := admin.New(op).ForceReleasePermit(ctx, op.Semaphore(key, n), bad); !errors.Is(err, redlock.ErrInvalid) {
 			t.Errorf("ForceRelease of slot %d of %d: %v, want ErrInvalid", bad, n, err)
 		}
 	}
-	if _, err := op.Semaphore(key, 0).Inspect(ctx); !errors.Is(err, redlock.ErrInvalid) {
+	if _, err := admin.New(op).InspectSemaphore(ctx, op.Semaphore(key, 0)); !errors.Is(err, redlock.ErrInvalid) {
 		t.Errorf("Inspect of a semaphore of 0 permits: %v, want ErrInvalid", err)
 	}
-	if _, err := op.Semaphore(wire.FenceKey(key), n).Inspect(ctx); !errors.Is(err, redlock.ErrInvalid) {
+	if _, err := admin.New(op).InspectSemaphore(ctx, op.Semaphore(wire.FenceKey(key), n)); !errors.Is(err, redlock.ErrInvalid) {
 		t.Errorf("Inspect of a semaphore on a reserved key: %v, want ErrInvalid", err)
 	}
 }

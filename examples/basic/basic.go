@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/examples/internal/connect"
 )
 
@@ -37,7 +38,7 @@ func run(ctx context.Context, urls []string, w io.Writer, cfg config) (err error
 		}
 	}()
 
-	fmt.Fprintf(w, "locking %q on %d nodes (quorum %d)\n", cfg.key, len(urls), locks.Quorum())
+	fmt.Fprintf(w, "locking %q on %d nodes (quorum %d)\n", cfg.key, len(urls), admin.New(locks).Quorum())
 	// Lock waits for as long as the lock is held by others, or until ctx
 	// ends; connect.Lock gives up after connect.MaxWait. A node that started less than one TTL ago does not vote yet
 	// (restart quarantine), so on freshly started servers the first lock

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/driver/tlsfiles"
+	"github.com/quorumlock/redlock/observe"
 	"github.com/quorumlock/redlock/wire"
 )
 
@@ -115,8 +117,8 @@ func lockCycle(t *testing.T, c *redlock.Client, key string) {
 	if err := l.Extend(ctx, 20*time.Second); err != nil {
 		t.Fatalf("Extend: %v", err)
 	}
-	ins, err := c.Inspect(ctx, key)
-	if err != nil || ins.State != redlock.KeyHeld || ins.Holder != l.ID() {
+	ins, err := admin.New(c).Inspect(ctx, key)
+	if err != nil || ins.State != admin.KeyHeld || ins.Holder != l.ID() {
 		t.Fatalf("Inspect = %+v, %v; want held by %s", ins, err, l.ID())
 	}
 	if err := l.Release(ctx); err != nil {
@@ -248,10 +250,10 @@ func testRefusals(t *testing.T, dial Dialer) {
 				t.Fatalf("Lock = %v; want ErrRefused after one round", err)
 			}
 			res := oe.Nodes[0]
-			if res.Outcome != redlock.OutcomeRefused || !driver.IsCertificateError(res.Err) || !r.check(res.Err) {
+			if res.Outcome != observe.OutcomeRefused || !driver.IsCertificateError(res.Err) || !r.check(res.Err) {
 				t.Fatalf("node %s %v: %v (%T); want a refusal with %s", res.Node, res.Outcome, res.Err, res.Err, r.want)
 			}
-			if st := c.States()[0]; st.Health != redlock.NodeRefusing {
+			if st := admin.New(c).States()[0]; st.Health != observe.NodeRefusing {
 				t.Fatalf("node state %v, want refusing", st.Health)
 			}
 			t.Logf("%s: %v", r.name, res.Err)
@@ -283,7 +285,7 @@ func testRotateClient(t *testing.T, dial Dialer) {
 		t.Fatalf("Lock: %v", err)
 	}
 	// Every node has a connection once each has answered.
-	if ins, err := c.Inspect(ctx, "tls:rotate"); err != nil || ins.State != redlock.KeyHeld {
+	if ins, err := admin.New(c).Inspect(ctx, "tls:rotate"); err != nil || ins.State != admin.KeyHeld {
 		t.Fatalf("Inspect = %+v, %v", ins, err)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/clientx"
 )
 
 func TestDefaultNodes(t *testing.T) {
@@ -37,7 +38,7 @@ func TestDial(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
-	if got, want := c.Nodes(), []string{"127.0.0.1:1/0", "127.0.0.1:2/0", "127.0.0.1:3/0"}; !reflect.DeepEqual(got, want) {
+	if got, want := clientx.Of(c).Nodes(), []string{"127.0.0.1:1/0", "127.0.0.1:2/0", "127.0.0.1:3/0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Nodes() = %q, want %q", got, want)
 	}
 	if err := closeNodes(); err != nil {
