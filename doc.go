@@ -102,7 +102,7 @@
 // restarted from an RDB snapshot or an append-only file, since it lacks the
 // grants made after its data was saved. Set Options.DisableQuarantine only
 // for nodes that run with appendonly yes and appendfsync always, which keep
-// every grant across a restart. [Client.States] and [Client.Probe] report
+// every grant across a restart. The States and Probe of package admin report
 // each node's state.
 //
 // # Losing a lock
@@ -144,7 +144,7 @@
 // # Observing
 //
 // The client logs to Options.Logger, and is silent without one. An
-// [Observer] set in Options.Observer is told of every operation, every
+// observe.Observer set in Options.Observer is told of every operation, every
 // round with each node's answer, every lock lost while held and every
 // change of a node's health; the otelredlock module is one for
 // OpenTelemetry.
@@ -252,13 +252,13 @@
 //
 // # Operations
 //
-// [Client.Inspect] shows what every node holds for a key and the quorum's
+// The Inspect of package admin shows what every node holds for a key and the quorum's
 // verdict, with each holder's [Lock.ID] and owner label but never its
-// token. [Client.ForceRelease] removes a lock whose owner is gone, raising
+// token. Its ForceRelease removes a lock whose owner is gone, raising
 // the fence floor so that the removed owner's late writes fail their
-// fence checks. [Semaphore.Inspect] and [Semaphore.ForceRelease] do the
-// same for a semaphore's slots. [Client.States] tells what the client last
-// saw of each node, and [Client.Probe] asks every node afresh.
+// fence checks. InspectSemaphore and ForceReleasePermit do the
+// same for a semaphore's slots. States tells what the client last
+// saw of each node, and Probe asks every node afresh.
 //
 // # What is not guaranteed
 //
@@ -305,11 +305,11 @@
 // The client tells a node that may answer next time from one that will
 // not. A node that cannot be reached, whose connection breaks, that times
 // out, or that answers LOADING, BUSY, TRYAGAIN, MASTERDOWN or CLUSTERDOWN
-// has the outcome [Failed]: Lock tries again, and a quorum that misses it
+// has the outcome observe.OutcomeFailed: Lock tries again, and a quorum that misses it
 // fails with [ErrNoQuorum]. Any other error reply (NOAUTH, WRONGPASS,
 // NOPERM, WRONGTYPE, READONLY, MOVED, ASK, CROSSSLOT, OOM, MISCONF,
 // NOSCRIPT, ERR from an unknown command or a failing script) and a TLS
-// certificate that fails verification give the outcome [OutcomeRefused], and the
+// certificate that fails verification give the outcome observe.OutcomeRefused, and the
 // node's state [NodeRefusing]. When the refusals alone leave a quorum out
 // of reach, Lock, TryLock, Extend and Release return at once with
 // [ErrRefused], whatever the context allows: the text names each node

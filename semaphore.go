@@ -38,8 +38,8 @@ type Semaphore struct {
 }
 
 // Semaphore returns the semaphore on key with n permits. It does not talk
-// to any node. A bad key or n makes Acquire and TryAcquire fail with an
-// error wrapping ErrInvalid.
+// to any node. n is from 1 to 128. A bad key or n makes Acquire and
+// TryAcquire fail with an error wrapping ErrInvalid.
 func (c *Client) Semaphore(key string, n int) *Semaphore {
 	return &Semaphore{c: c, key: key, n: n}
 }
