@@ -1225,7 +1225,7 @@ func keepFull(r *run, i int) {
 // user of the nodes until they have evicted a's key, although they never
 // restarted. b then obtains the lock while a holds it, and the checker
 // must find it. Quarantine is on for both and cannot help: no node
-// restarted. README "Eviction" says never to use these policies.
+// restarted. docs/production.md, "Eviction", says never to use these policies.
 func evictUnderLock(r *run, policy string) {
 	const ttl = 3 * time.Second
 	// Eviction takes the restart marker too, and the next script writes

@@ -56,7 +56,7 @@ func refusalHint(err error) string {
 	case "WRONGPASS":
 		return "the user name or password in the node URL is wrong, or the user is disabled"
 	case "NOPERM":
-		return "the node's ACL does not let this user run the lock scripts: allow EVALSHA, EVAL and the commands, keys and channels listed under ACLs in the README"
+		return "the node's ACL does not let this user run the lock scripts: allow EVALSHA, EVAL and the commands, keys and channels listed in docs/security.md"
 	case "WRONGTYPE":
 		return "the key holds a value of another type on this node, not a lock: choose another key, or delete the value if nothing uses it"
 	case "READONLY":

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,7 +14,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/examples/internal/connect"
+	"github.com/quorumlock/redlock/goredisnode"
 	"github.com/quorumlock/redlock/redistest"
 	"github.com/quorumlock/redlock/wire"
 )
@@ -29,7 +32,7 @@ func startNodes(t *testing.T) ([]*redistest.Server, []string) {
 // restart quarantine can be disabled, and the first lock need not wait
 // one TTL. The programs themselves keep it on.
 func testConfig(key string) config {
-	return config{key: key, ttl: 2 * time.Second, opts: &redlock.Options{DisableQuarantine: true}}
+	return config{key: key, ttl: 2 * time.Second, wait: 30 * time.Second, opts: &redlock.Options{DisableQuarantine: true}}
 }
 
 var fenceRE = regexp.MustCompile(`(?m)^acquired "[^"]+"(?: again)?: fence (\d+)`)
@@ -105,12 +108,21 @@ func TestRunHeldElsewhere(t *testing.T) {
 	_, urls := startNodes(t)
 	const key = "test:basic:held"
 	cfg := testConfig(key)
-	other, closeNodes, err := connect.Dial(urls, cfg.opts)
+	var nodes []redlock.Node
+	for _, u := range urls {
+		n, err := goredisnode.Dial(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		nodes = append(nodes, n)
+	}
+	other, err := redlock.New(nodes, cfg.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := closeNodes(); err != nil {
+		if err := other.Close(); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -119,17 +131,60 @@ func TestRunHeldElsewhere(t *testing.T) {
 		t.Fatalf("holding the lock: %v", err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
+	// The wait ends with the caller's context, or with -wait, whichever
+	// comes first.
+	t.Run("context", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		checkHeldElsewhere(t, ctx, urls, cfg)
+	})
+	t.Run("wait", func(t *testing.T) {
+		cfg := cfg
+		cfg.wait = 300 * time.Millisecond
+		checkHeldElsewhere(t, context.Background(), urls, cfg)
+	})
+	if err := held.Release(context.Background()); err != nil {
+		t.Errorf("releasing the lock held elsewhere: %v", err)
+	}
+}
+
+// checkHeldElsewhere runs the program while the lock is held elsewhere:
+// it must wait, and report its wait's end and ErrTaken.
+func checkHeldElsewhere(t *testing.T, ctx context.Context, urls []string, cfg config) {
+	t.Helper()
 	var out bytes.Buffer
-	err = run(ctx, urls, &out, cfg)
+	err := run(ctx, urls, &out, cfg)
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, redlock.ErrTaken) {
 		t.Errorf("run while the lock is held elsewhere: %v; want an error wrapping context.DeadlineExceeded and ErrTaken", err)
 	}
 	if strings.Contains(out.String(), "acquired") {
 		t.Errorf("run acquired a lock that was held elsewhere:\n%s", &out)
 	}
-	if err := held.Release(context.Background()); err != nil {
-		t.Errorf("releasing the lock held elsewhere: %v", err)
+}
+
+// TestWholeInOneFile checks that the program can be copied as it is: one
+// file, importing nothing of this repository's examples.
+func TestWholeInOneFile(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var program []string
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_test.go") {
+			program = append(program, f)
+		}
+	}
+	if len(program) != 1 || program[0] != "main.go" {
+		t.Fatalf("the program's files are %q, want only main.go", program)
+	}
+	parsed, err := parser.ParseFile(token.NewFileSet(), "main.go", nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range parsed.Imports {
+		if strings.Contains(imp.Path.Value, "/examples") {
+			t.Errorf("main.go imports %s: an example must be whole in one file", imp.Path.Value)
+		}
 	}
 }
