@@ -21,6 +21,23 @@ const envNodes = "REDLOCK_NODES"
 // defaultNodes is used when neither --nodes nor REDLOCK_NODES is set.
 const defaultNodes = "redis://127.0.0.1:6379"
 
+// maxTTL is the largest TTL, and the largest --quarantine, that the
+// commands accept: the default of redlock.Options.MaxTTL. A larger one
+// is a usage error, before anything is sent.
+const maxTTL = time.Hour
+
+// checkTTL returns a usage error if the duration d of flag is not
+// positive or above maxTTL.
+func checkTTL(flag string, d time.Duration) error {
+	switch {
+	case d <= 0:
+		return usagef("%s %v must be positive", flag, d)
+	case d > maxTTL:
+		return usagef("%s %v is above the maximum TTL, %v; for a longer job, keep a shorter TTL: redlock extends it while the command runs", flag, d, maxTTL)
+	}
+	return nil
+}
+
 // nodeFlags are the flags, shared by every command, that say which nodes
 // to use and how the lock client judges them.
 type nodeFlags struct {
@@ -66,6 +83,9 @@ func splitList(s string) []string {
 func (f *nodeFlags) options() (*redlock.Options, error) {
 	if f.quarantine < 0 {
 		return nil, usagef("--quarantine %v is negative", f.quarantine)
+	}
+	if f.quarantine > maxTTL {
+		return nil, usagef("--quarantine %v is above the maximum TTL, %v, which is the longest a lock can be held without an extension", f.quarantine, maxTTL)
 	}
 	if f.quarantine > 0 && f.noQuarantine {
 		return nil, usagef("--quarantine and --no-quarantine contradict each other; give one of them")

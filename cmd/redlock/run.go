@@ -46,8 +46,12 @@ func (rf *runFlags) register(f *pflag.FlagSet, noun string) {
 }
 
 // commandArgs splits the arguments of run and elect into KEY and
-// COMMAND, for the command line use.
-func commandArgs(args []string, use string) (key string, argv []string, err error) {
+// COMMAND, for the command line use. dash is cmd.ArgsLenAtDash(): 0 when
+// "--" came before any argument, which leaves no KEY.
+func commandArgs(args []string, dash int, use string) (key string, argv []string, err error) {
+	if dash == 0 {
+		return "", nil, usagef("missing KEY before \"--\": %s", use)
+	}
 	key, argv = args[0], args[1:]
 	if len(argv) > 0 && argv[0] == "--" {
 		argv = argv[1:]
@@ -167,7 +171,7 @@ Exit status (see also 'redlock help exit-codes'):
 		ValidArgsFunction: commandCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rf.waitGiven = cmd.Flags().Changed("wait")
-			key, argv, err := commandArgs(args, "redlock run [flags] KEY -- COMMAND [ARGS...]")
+			key, argv, err := commandArgs(args, cmd.ArgsLenAtDash(), "redlock run [flags] KEY -- COMMAND [ARGS...]")
 			if err != nil {
 				return err
 			}
@@ -368,9 +372,10 @@ func (r *runner) warn(format string, args ...any) {
 func (r *runner) once() bool { return r.flags.waitGiven && r.flags.wait == 0 }
 
 func (r *runner) run() error {
+	if err := checkTTL("--ttl", r.flags.ttl); err != nil {
+		return err
+	}
 	switch {
-	case r.flags.ttl <= 0:
-		return usagef("--ttl %v must be positive", r.flags.ttl)
 	case r.flags.wait < 0:
 		return usagef("--wait %v is negative", r.flags.wait)
 	case r.flags.grace < 0:
