@@ -37,7 +37,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--ttl", "soon", "k", "--", "true"}, `invalid argument "soon" for "--ttl"`},
 		{[]string{"run", "--wait", "-1s", deadNode, "k", "--", "true"}, "--wait -1s is negative"},
 		{[]string{"run", "--kill-grace", "-1s", deadNode, "k", "--", "true"}, "--kill-grace -1s is negative"},
-		{[]string{"run", "--nodes", "ftp://127.0.0.1:1", "k", "--", "true"}, "invalid URL"},
+		{[]string{"run", "--nodes", "ftp://127.0.0.1:1", "k", "--", "true"}, `node URL 1 of --nodes, "ftp://127.0.0.1:1", is not valid: scheme ftp://`},
+		{[]string{"run", "--nodes", "127.0.0.1:6379", "k", "--", "true"}, "a node URL starts with redis://, rediss:// or unix://, as in redis://127.0.0.1:6379"},
+		{[]string{"run", "--nodes", "redis://h:1?pool_size=-5", "k", "--", "true"}, `pool_size="-5": want an integer from 0 to 10000`},
+		{[]string{"run", "--nodes", "redis://h:1", "--nodes-file", "/dev/null", "k", "--", "true"}, "--nodes and --nodes-file both name the nodes"},
+		{[]string{"run", "--nodes-file", "/dev/null", "k", "--", "true"}, "--nodes-file: read /dev/null: not a regular file"},
 		{[]string{"run", "--nodes", " , ", "k", "--", "true"}, "no node URLs in --nodes"},
 		{[]string{"run", "--nodes", "redis://127.0.0.1:1,redis://127.0.0.1:1", "k", "--", "true"}, "given twice"},
 		{[]string{"run", "--quarantine", "1s", "--no-quarantine", deadNode, "k", "--", "true"}, "contradict"},
@@ -174,9 +178,9 @@ func TestPasswordsNeverPrinted(t *testing.T) {
 	check(exitNoPerm, run(t, "inspect", "--json", "--nodes", wrong, "pw"), "WRONGPASS")
 	check(exitNoPerm, run(t, "release", "--force", "--yes", "--nodes", wrong, "pw"), "WRONGPASS", "not released")
 	check(exitNoQuorum, run(t, "doctor", "--nodes", wrong), "WRONGPASS")
-	check(exitUsage, run(t, "run", "--nodes", bad, "pw", "--", "true"), "invalid URL")
-	check(exitUsage, run(t, "status", "--nodes", bad, "pw"), "invalid URL")
-	check(exitUsage, run(t, "doctor", "--nodes", bad), "invalid URL")
+	check(exitUsage, run(t, "run", "--nodes", bad, "pw", "--", "true"), "node URL 1 of --nodes", "is not valid")
+	check(exitUsage, run(t, "status", "--nodes", bad, "pw"), "is not valid")
+	check(exitUsage, run(t, "doctor", "--nodes", bad), "is not valid")
 	check(0, run(t, "run", "--help", "--nodes", good), "Usage:")
 	check(exitUsage, run(t, "run", "--ttl", good, "pw", "--", "true"), "invalid argument")
 	check(exitUsage, run(t, "status", "--nodes", good, "--timeout="+bad, "pw"), "invalid argument")

@@ -435,12 +435,12 @@ func (r *runner) run() error {
 }
 
 // childEnv returns the environment for COMMAND: redlock's own without
-// childVars, and vars.
+// childVars and secretVars, and vars.
 func childEnv(vars []string) []string {
 	env := make([]string, 0, len(os.Environ())+len(vars))
 	for _, e := range os.Environ() {
 		name, _, _ := strings.Cut(e, "=")
-		if !slices.Contains(childVars, name) {
+		if !slices.Contains(childVars, name) && !slices.Contains(secretVars, name) {
 			env = append(env, e)
 		}
 	}
