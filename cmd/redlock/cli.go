@@ -23,13 +23,7 @@ func execute(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}
 	out, errw := &scrubWriter{w: stdout}, &scrubWriter{w: stderr}
-	defer func() {
-		// A panic's own report would go to stderr past the scrubber.
-		if p := recover(); p != nil {
-			fmt.Fprintf(stderr, "redlock: internal error (a bug; please report it): %s\n%s", scrubAll(fmt.Sprint(p)), scrubAll(string(debug.Stack())))
-			code = exitSoftware
-		}
-	}()
+	defer recoverPanic(stderr, &code)
 	root := newRootCmd(out, errw)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
@@ -48,6 +42,19 @@ func execute(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintf(errw, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return exitCode(err)
+}
+
+// recoverPanic, deferred, ends a panic of the goroutine with exit status
+// 70 and a message on stderr from which the node URLs' user information
+// and passwords are removed: a panic's own report would bypass the
+// scrubber.
+func recoverPanic(stderr io.Writer, code *int) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(stderr, "redlock: internal error (a bug; please report it): %s\n%s", scrubAll(fmt.Sprint(p)), scrubAll(string(debug.Stack())))
+	*code = exitSoftware
 }
 
 // newRootCmd returns the redlock command with its subcommands.

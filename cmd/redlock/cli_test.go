@@ -114,7 +114,8 @@ func TestVersionHelpAndCompletion(t *testing.T) {
 	// What redlock --help said of TLS and of the node URLs is in the topics.
 	expect(t, run(t, "help", "tls"), 0, "--cacert FILE", "$REDLOCK_CACERT", "--cacertdir DIR", "$REDLOCK_CACERTDIR", "--cert FILE", "$REDLOCK_CERT",
 		"--key FILE", "$REDLOCK_CERT_KEY", "--sni NAME", "$REDLOCK_SNI", "--insecure", "$REDLOCK_INSECURE", "rotated")
-	expect(t, run(t, "help", "nodes"), 0, "?cluster=true")
+	expect(t, run(t, "help", "nodes"), 0, "?cluster=true", "--nodes-file", "REDLOCK_NODES_FILE", "ps", "%2C", "%20", "starts with redis://")
+	expect(t, run(t, "help", "environment"), 0, "REDLOCK_NODES_FILE", "do not pass on", "REDLOCK_NODES, REDLOCK_NODES_FILE, REDLOCK_CERT, REDLOCK_CERT_KEY")
 	expect(t, run(t, "doctor", "--help"), 0, "TLS version", "a warning under 14", "promoted", "CLUSTER INFO", "--cacert")
 	expect(t, run(t, "inspect", "--help"), 0, "HELD", "FREE", "SPLIT", "UNKNOWN", "REDLOCK_LOCK_ID", "--json", "69", "77", "78")
 	expect(t, run(t, "release", "--help"), 0, "--force", "--yes", "redlock run", "fence", "69", "77", "78")

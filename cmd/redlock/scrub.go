@@ -89,11 +89,14 @@ func addPasswords(s string) {
 	if _, p, ok := strings.Cut(ui, ":"); ok {
 		pw = p
 	}
-	for _, p := range []string{pw, unescape(pw)} {
+	// With the pieces that a list's separators cut it into.
+	for _, p := range append([]string{pw, unescape(pw)}, splitList(pw)...) {
 		if p != "" && !slices.Contains(secrets.passwords, p) {
 			secrets.passwords = append(secrets.passwords, p)
 		}
 	}
+	// The longest first, so that a password is hidden before its pieces.
+	slices.SortStableFunc(secrets.passwords, func(a, b string) int { return len(b) - len(a) })
 }
 
 func unescape(s string) string {

@@ -77,3 +77,35 @@ func TestShortPasswordsLeaveOutputAlone(t *testing.T) {
 		t.Fatalf("status --json: %v, quorum %d:\n%s", err, rep.Quorum, r)
 	}
 }
+
+// A panic ends with exit status 70 and a message without the passwords.
+func TestPanicScrubbed(t *testing.T) {
+	registerSecrets("--nodes=redis://u:Pan1c,Pw@h:1")
+	var b strings.Builder
+	code := 0
+	func() {
+		defer recoverPanic(&b, &code)
+		panic("boom: redis://u:Pan1c,Pw@h:1 Pan1c,Pw")
+	}()
+	if code != exitSoftware || !strings.Contains(b.String(), "redlock: internal error") || strings.Contains(b.String(), "Pan1c") {
+		t.Fatalf("exit %d:\n%s", code, b.String())
+	}
+}
+
+// The command run under a lock gets no variable the nodes or their
+// secrets came from (issue 32, item 2).
+func TestRunHidesNodeVariables(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.Config{})
+	file := filepath.Join(t.TempDir(), "nodes")
+	os.WriteFile(file, []byte(srv.URL()+"\n"), 0o600)
+	for _, env := range [][]string{{"REDLOCK_NODES=" + srv.URL()}, {"REDLOCK_NODES_FILE=" + file}} {
+		for _, cmd := range []string{"run", "elect"} {
+			r := runIn(t, t.TempDir(), append(env, "KEEP_ME=1"), cmd, "--no-quarantine", "k-env-"+cmd, "--", "env")
+			expect(t, r, 0, "KEEP_ME=1", "REDLOCK_KEY=k-env-"+cmd)
+			if strings.Contains(r.stdout, "REDLOCK_NODES") {
+				t.Fatalf("%s passed the nodes on:\n%s", cmd, r)
+			}
+		}
+	}
+}
