@@ -33,10 +33,10 @@ func execute(args []string, stdout, stderr io.Writer) (code int) {
 	var e *exitError
 	switch {
 	case errors.As(err, &e) && e.msg != "":
-		fmt.Fprintf(errw, "redlock: %s\n", e.msg)
+		fmt.Fprintf(errw, "redlock: %s\n", printableLines(e.msg))
 	case e == nil:
 		// An error from parsing the command line.
-		fmt.Fprintf(errw, "redlock: %v\n", err)
+		fmt.Fprintf(errw, "redlock: %s\n", printableLines(err.Error()))
 	}
 	if exitCode(err) == exitUsage {
 		fmt.Fprintf(errw, "Run '%s --help' for usage.\n", cmd.CommandPath())

@@ -502,14 +502,14 @@ func verdict(rep *doctorReport) {
 func printDoctor(w io.Writer, rep *doctorReport) {
 	fmt.Fprintf(w, "redlock doctor: %d node(s), quorum %d\n", len(rep.Nodes), rep.Quorum)
 	for _, n := range rep.Nodes {
-		fmt.Fprintf(w, "\n%s  %s\n", n.Node, n.URL)
+		fmt.Fprintf(w, "\n%s  %s\n", printable(n.Node), printable(n.URL))
 		for _, f := range n.Findings {
-			fmt.Fprintf(w, "  %-5s  %-12s %s\n", strings.ToUpper(f.Level), f.Check, f.Message)
+			fmt.Fprintf(w, "  %-5s  %-12s %s\n", strings.ToUpper(f.Level), f.Check, printable(f.Message))
 		}
 		for _, m := range n.Masters {
-			fmt.Fprintf(w, "  %s\n", masterText(m))
+			fmt.Fprintf(w, "  %s\n", printable(masterText(m)))
 			for _, f := range m.Findings {
-				fmt.Fprintf(w, "    %-5s  %-12s %s\n", strings.ToUpper(f.Level), f.Check, f.Message)
+				fmt.Fprintf(w, "    %-5s  %-12s %s\n", strings.ToUpper(f.Level), f.Check, printable(f.Message))
 			}
 		}
 	}

@@ -359,13 +359,13 @@ func rwTarget(r *runner, c *redlock.Client, write bool) *target {
 // say prints a message on stderr unless --quiet was given.
 func (r *runner) say(format string, args ...any) {
 	if !r.flags.quiet {
-		fmt.Fprintf(r.stderr, "redlock: "+format+"\n", args...)
+		fmt.Fprintf(r.stderr, "redlock: %s\n", printableLines(fmt.Sprintf(format, args...)))
 	}
 }
 
 // warn prints a message on stderr, --quiet or not.
 func (r *runner) warn(format string, args ...any) {
-	fmt.Fprintf(r.stderr, "redlock: "+format+"\n", args...)
+	fmt.Fprintf(r.stderr, "redlock: %s\n", printableLines(fmt.Sprintf(format, args...)))
 }
 
 // once reports whether the flags ask for one attempt: --wait 0s.
