@@ -172,3 +172,21 @@ func TestDoctorOversizedMarker(t *testing.T) {
 	r = run(t, "doctor", nodes)
 	expect(t, r, 0, "HEALTHY", "no node marker records a TTL above the maximum TTL")
 }
+
+// In a cluster named as one node, each master's markers are read, those
+// of its own slots: an oversized one is an error of that master.
+func TestDoctorClusterOversizedMarker(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3, redistest.Config{})
+	m, err := cl.MasterOf("nightly-report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := wire.MarkerKey("nightly-report")
+	m.MustDo(t, "HSET", marker, "start", "1000000", "maxttl", "7200000")
+	r := run(t, "doctor", "--nodes", cl.URL())
+	expect(t, r, exitFailure, "    WARN   markers      1 node marker(s) record a largest TTL above the maximum TTL", marker, "USABLE WITH WARNINGS")
+	if n := strings.Count(r.stdout, "OK     markers      no node marker records"); n != 2 {
+		t.Fatalf("want the two other masters without oversized markers, got %d:\n%s", n, r)
+	}
+}
