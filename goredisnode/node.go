@@ -8,6 +8,18 @@
 //
 // This package lives in its own module, so that programs using the rueidis
 // adapter never download go-redis.
+//
+// go-redis logs through a logger of its own, global to the program: while
+// a node is unreachable, its connection pool writes a line to stderr for
+// each failed dial ("redis: ... failed to dial ..."), dozens a second
+// with a few waiting locks. This package leaves that logger alone, since
+// it belongs to the program. To quiet it, the program can set one that
+// discards, with one line (package github.com/redis/go-redis/v9/logging):
+//
+//	logging.Disable() // go-redis's pool and connection messages, for the whole program
+//
+// The lock client reports what matters in its errors and through its
+// Observer.
 package goredisnode
 
 import (

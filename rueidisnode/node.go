@@ -8,6 +8,9 @@
 //
 // This package lives in its own module, so that programs using the
 // go-redis adapter never download rueidis.
+//
+// Unlike go-redis, rueidis writes no log of its own: an unreachable node
+// shows only in the errors of the lock client, and nothing needs quieting.
 package rueidisnode
 
 import (

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,13 +13,17 @@ import (
 
 // execute runs the command line args, writing to stdout and stderr, and
 // returns the exit status.
-func execute(args []string, stdout, stderr io.Writer) int {
-	// A password given where a URL is not expected could be quoted back
-	// by the flag parser: every password in sight is hidden from the start.
-	for _, a := range append(args, os.Getenv(envNodes)) {
-		registerSecrets(a)
+func execute(args []string, stdout, stderr io.Writer) (code int) {
+	// A URL given where it is not expected could be quoted back by the
+	// flag parser: every URL in sight is hidden from the start.
+	registerSecrets(os.Getenv(envNodes))
+	for _, a := range args {
+		if strings.Contains(a, "://") {
+			registerSecrets(a)
+		}
 	}
 	out, errw := &scrubWriter{w: stdout}, &scrubWriter{w: stderr}
+	defer recoverPanic(stderr, &code)
 	root := newRootCmd(out, errw)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
@@ -28,15 +33,28 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	var e *exitError
 	switch {
 	case errors.As(err, &e) && e.msg != "":
-		fmt.Fprintf(errw, "redlock: %s\n", e.msg)
+		fmt.Fprintf(errw, "redlock: %s\n", printableLines(e.msg))
 	case e == nil:
 		// An error from parsing the command line.
-		fmt.Fprintf(errw, "redlock: %v\n", err)
+		fmt.Fprintf(errw, "redlock: %s\n", printableLines(err.Error()))
 	}
 	if exitCode(err) == exitUsage {
 		fmt.Fprintf(errw, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return exitCode(err)
+}
+
+// recoverPanic, deferred, ends a panic of the goroutine with exit status
+// 70 and a message on stderr from which the node URLs' user information
+// and passwords are removed: a panic's own report would bypass the
+// scrubber.
+func recoverPanic(stderr io.Writer, code *int) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(stderr, "redlock: internal error (a bug; please report it): %s\n%s", scrubAll(fmt.Sprint(p)), scrubAll(string(debug.Stack())))
+	*code = exitSoftware
 }
 
 // newRootCmd returns the redlock command with its subcommands.
@@ -65,7 +83,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	})
 	pf := root.PersistentFlags()
 	pf.SortFlags = false // the nodes first, then how they are judged, then TLS
-	pf.Var((*urlList)(&nf.nodes), "nodes", "the Redis nodes: URLs separated by commas (default $"+envNodes+", else "+defaultNodes+")")
+	pf.Var((*urlList)(&nf.nodes), "nodes", "the Redis nodes: URLs separated by commas (default $"+envNodes+", else "+defaultNodes+"); see 'redlock help nodes'")
+	pf.StringVar(&nf.nodesFile, "nodes-file", "", "read the node URLs from FILE, one a line, which keeps passwords out of ps (default $"+envNodesFile+")")
 	pf.DurationVar(&nf.quarantine, "quarantine", 0, "least restart quarantine: a node started more recently than this does not vote (default: learned from the TTLs in use)")
 	pf.BoolVar(&nf.noQuarantine, "no-quarantine", false, "let nodes vote however recently they started (only for appendfsync always, or nodes nobody locked on before)")
 	nf.tls.register(pf)
@@ -92,6 +111,7 @@ func (l *urlList) String() string {
 }
 
 func (l *urlList) Set(s string) error {
+	registerSecrets(s)
 	*l = append(*l, s)
 	return nil
 }

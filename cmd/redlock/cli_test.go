@@ -23,12 +23,25 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run"}, "missing KEY and COMMAND"},
 		{[]string{"run", "k"}, "missing COMMAND"},
 		{[]string{"run", "k", "--"}, "missing COMMAND"},
+		{[]string{"run", "--", "echo", "hi"}, `missing KEY before "--"`},
+		{[]string{"run", "--ttl", "1s", "--", "echo", "hi"}, `missing KEY before "--"`},
+		{[]string{"elect", "--", "echo", "hi"}, `missing KEY before "--"`},
+		{[]string{"run", "--ttl", "2562047h", deadNode, "k", "--", "true"}, "above the maximum TTL, 1h0m0s"},
+		{[]string{"run", "--ttl", "1h0m1s", deadNode, "k", "--", "true"}, "above the maximum TTL"},
+		{[]string{"elect", "--ttl", "2h", deadNode, "k", "--", "true"}, "above the maximum TTL"},
+		{[]string{"run", "--quarantine", "2h", deadNode, "k", "--", "true"}, "--quarantine 2h0m0s is above the maximum TTL"},
+		{[]string{"doctor", "--quarantine", "2h", deadNode}, "--quarantine 2h0m0s is above the maximum TTL"},
+		{[]string{"demo", "--ttl", "2h"}, "above the maximum TTL"},
 		{[]string{"run", "--ttl", "0s", deadNode, "k", "--", "true"}, "--ttl 0s must be positive"},
 		{[]string{"run", "--ttl", "1ms", deadNode, "k", "--", "true"}, "TTL 1ms"},
 		{[]string{"run", "--ttl", "soon", "k", "--", "true"}, `invalid argument "soon" for "--ttl"`},
 		{[]string{"run", "--wait", "-1s", deadNode, "k", "--", "true"}, "--wait -1s is negative"},
 		{[]string{"run", "--kill-grace", "-1s", deadNode, "k", "--", "true"}, "--kill-grace -1s is negative"},
-		{[]string{"run", "--nodes", "ftp://127.0.0.1:1", "k", "--", "true"}, "invalid URL"},
+		{[]string{"run", "--nodes", "ftp://127.0.0.1:1", "k", "--", "true"}, `node URL 1 of --nodes, "ftp://127.0.0.1:1", is not valid: scheme ftp://`},
+		{[]string{"run", "--nodes", "127.0.0.1:6379", "k", "--", "true"}, "a node URL starts with redis://, rediss:// or unix://, as in redis://127.0.0.1:6379"},
+		{[]string{"run", "--nodes", "redis://h:1?pool_size=-5", "k", "--", "true"}, `pool_size="-5": want an integer from 0 to 10000`},
+		{[]string{"run", "--nodes", "redis://h:1", "--nodes-file", "/dev/null", "k", "--", "true"}, "--nodes and --nodes-file both name the nodes"},
+		{[]string{"run", "--nodes-file", "/dev/null", "k", "--", "true"}, "--nodes-file: read /dev/null: not a regular file"},
 		{[]string{"run", "--nodes", " , ", "k", "--", "true"}, "no node URLs in --nodes"},
 		{[]string{"run", "--nodes", "redis://127.0.0.1:1,redis://127.0.0.1:1", "k", "--", "true"}, "given twice"},
 		{[]string{"run", "--quarantine", "1s", "--no-quarantine", deadNode, "k", "--", "true"}, "contradict"},
@@ -101,7 +114,8 @@ func TestVersionHelpAndCompletion(t *testing.T) {
 	// What redlock --help said of TLS and of the node URLs is in the topics.
 	expect(t, run(t, "help", "tls"), 0, "--cacert FILE", "$REDLOCK_CACERT", "--cacertdir DIR", "$REDLOCK_CACERTDIR", "--cert FILE", "$REDLOCK_CERT",
 		"--key FILE", "$REDLOCK_CERT_KEY", "--sni NAME", "$REDLOCK_SNI", "--insecure", "$REDLOCK_INSECURE", "rotated")
-	expect(t, run(t, "help", "nodes"), 0, "?cluster=true")
+	expect(t, run(t, "help", "nodes"), 0, "?cluster=true", "--nodes-file", "REDLOCK_NODES_FILE", "ps", "%2C", "%20", "starts with redis://")
+	expect(t, run(t, "help", "environment"), 0, "REDLOCK_NODES_FILE", "do not pass on", "REDLOCK_NODES, REDLOCK_NODES_FILE, REDLOCK_CERT, REDLOCK_CERT_KEY")
 	expect(t, run(t, "doctor", "--help"), 0, "TLS version", "a warning under 14", "promoted", "CLUSTER INFO", "--cacert")
 	expect(t, run(t, "inspect", "--help"), 0, "HELD", "FREE", "SPLIT", "UNKNOWN", "REDLOCK_LOCK_ID", "--json", "69", "77", "78")
 	expect(t, run(t, "release", "--help"), 0, "--force", "--yes", "redlock run", "fence", "69", "77", "78")
@@ -165,9 +179,9 @@ func TestPasswordsNeverPrinted(t *testing.T) {
 	check(exitNoPerm, run(t, "inspect", "--json", "--nodes", wrong, "pw"), "WRONGPASS")
 	check(exitNoPerm, run(t, "release", "--force", "--yes", "--nodes", wrong, "pw"), "WRONGPASS", "not released")
 	check(exitNoQuorum, run(t, "doctor", "--nodes", wrong), "WRONGPASS")
-	check(exitUsage, run(t, "run", "--nodes", bad, "pw", "--", "true"), "invalid URL")
-	check(exitUsage, run(t, "status", "--nodes", bad, "pw"), "invalid URL")
-	check(exitUsage, run(t, "doctor", "--nodes", bad), "invalid URL")
+	check(exitUsage, run(t, "run", "--nodes", bad, "pw", "--", "true"), "node URL 1 of --nodes", "is not valid")
+	check(exitUsage, run(t, "status", "--nodes", bad, "pw"), "is not valid")
+	check(exitUsage, run(t, "doctor", "--nodes", bad), "is not valid")
 	check(0, run(t, "run", "--help", "--nodes", good), "Usage:")
 	check(exitUsage, run(t, "run", "--ttl", good, "pw", "--", "true"), "invalid argument")
 	check(exitUsage, run(t, "status", "--nodes", good, "--timeout="+bad, "pw"), "invalid argument")

@@ -168,8 +168,8 @@ func runDemo(ctx context.Context, w io.Writer, nf *nodeFlags, df *demoFlags) err
 		return usagef("--workers %d: at least one worker is needed", df.workers)
 	case df.phase <= 0:
 		return usagef("--phase %v must be positive", df.phase)
-	case df.ttl <= 0:
-		return usagef("--ttl %v must be positive", df.ttl)
+	case df.ttl <= 0 || df.ttl > maxTTL:
+		return checkTTL("--ttl", df.ttl)
 	}
 	opts, err := nf.options()
 	if err != nil {

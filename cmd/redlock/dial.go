@@ -94,12 +94,10 @@ func openNodes(urls []string, ts *tlsSetup) (*nodeSet, error) {
 	return s, nil
 }
 
-// dialNode returns a lock node for the URL raw, made by goredisnode.Dial,
-// and remembers the URL's password so that it is never printed. A URL
-// that does not parse is a usage error whose text contains no user
+// dialNode returns a lock node for the URL raw, made by goredisnode.Dial.
+// A URL that does not parse is a usage error whose text contains no user
 // information.
 func dialNode(raw string, opts ...goredisnode.DialOption) (*goredisnode.Node, error) {
-	addURLSecret(raw)
 	n, err := goredisnode.Dial(raw, opts...)
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "goredisnode: ")

@@ -41,7 +41,12 @@ volatile-* can evict them too, as every lock key has an expiry) and
 whether the node is full, so that it refuses new lock keys (OOM); its
 clock offset against this machine and its uptime (both from the lock
 client's probe of the node); whether it runs the lock scripts (NOPERM when
-its ACL forbids them); and whether it is in restart quarantine. Nodes that
+its ACL forbids them); whether it is in restart quarantine; and whether
+any of its node markers (the lock client's record of each hash slot)
+records a largest TTL above the maximum TTL, 1h: such a marker holds its
+slot back longer than any lock can be held, now (an error) or after the
+node's next restart or promotion (a warning); the message says how to
+remove it, and so does docs/security.md. Nodes that
 are, or share, the same server under two URLs are an error: that server
 would vote twice.
 
@@ -127,6 +132,8 @@ type nodeReport struct {
 	Masters     []nodeReport   `json:"masters,omitempty"`      // ... and each of its masters
 	Slots       string         `json:"slots,omitempty"`        // a cluster's master: the slots it serves
 	SlotRecords *slotRecords   `json:"slot_records,omitempty"` // ... and the lock records of one of them
+
+	OversizedMarkers []markerReport `json:"oversized_markers,omitempty"` // markers whose largest TTL is above the maximum TTL
 
 	Findings []finding `json:"findings"`
 }
@@ -236,6 +243,9 @@ func examine(ctx context.Context, rc redis.Cmdable, timeout time.Duration, noQua
 	}
 	checkPersistence(ctx, rc, timeout, n, info)
 	checkEviction(n, info)
+	if info["cluster_enabled"] != "1" {
+		checkMarkers(ctx, rc, timeout, noQuarantine, n, nil)
+	}
 }
 
 // checkReachable measures the round trip to the node, the best of three
@@ -503,14 +513,14 @@ func verdict(rep *doctorReport) {
 func printDoctor(w io.Writer, rep *doctorReport) {
 	fmt.Fprintf(w, "redlock doctor: %d node(s), quorum %d\n", len(rep.Nodes), rep.Quorum)
 	for _, n := range rep.Nodes {
-		fmt.Fprintf(w, "\n%s  %s\n", n.Node, n.URL)
+		fmt.Fprintf(w, "\n%s  %s\n", printable(n.Node), printable(n.URL))
 		for _, f := range n.Findings {
-			fmt.Fprintf(w, "  %-5s  %-12s %s\n", strings.ToUpper(f.Level), f.Check, f.Message)
+			fmt.Fprintf(w, "  %-5s  %-12s %s\n", strings.ToUpper(f.Level), f.Check, printable(f.Message))
 		}
 		for _, m := range n.Masters {
-			fmt.Fprintf(w, "  %s\n", masterText(m))
+			fmt.Fprintf(w, "  %s\n", printable(masterText(m)))
 			for _, f := range m.Findings {
-				fmt.Fprintf(w, "    %-5s  %-12s %s\n", strings.ToUpper(f.Level), f.Check, f.Message)
+				fmt.Fprintf(w, "    %-5s  %-12s %s\n", strings.ToUpper(f.Level), f.Check, printable(f.Message))
 			}
 		}
 	}

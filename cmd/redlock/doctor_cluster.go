@@ -310,6 +310,7 @@ func examineMaster(ctx context.Context, mc *redis.Client, timeout time.Duration,
 	checkEviction(m, info)
 	if me != nil {
 		checkSlotRecords(ctx, mc, timeout, m, me.slots, info["master_replid"])
+		checkMarkers(ctx, mc, timeout, noQuarantine, m, me.slots)
 	}
 }
 

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/wire"
 )
 
 func TestDoctorHealthy(t *testing.T) {
@@ -116,4 +119,74 @@ func TestDoctorPersistence(t *testing.T) {
 	r := run(t, "doctor", nodesFlag(always, everysec, rdb))
 	expect(t, r, exitFailure, "appendfsync always: lock keys survive restarts",
 		"appendfsync everysec: after a crash", `RDB snapshots (save "3600 1")`)
+}
+
+// A node marker whose largest TTL is above the maximum TTL (1h) is an
+// error while it holds its slot back, and a warning when it would only
+// after a restart; the recovery that doctor and docs/security.md give,
+// HDEL of its maxttl field, clears it. Issue 31, item 2.
+func TestDoctorOversizedMarker(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartN(t, 3, redistest.Config{})
+	nodes := nodesFlag(srv...)
+	marker := wire.MarkerKey("nightly-report")
+	nowMicros := func(s *redistest.Server) string {
+		v, _ := s.MustDo(t, "TIME").([]any)
+		sec, _ := strconv.ParseInt(fmt.Sprint(v[0]), 10, 64)
+		usec, _ := strconv.ParseInt(fmt.Sprint(v[1]), 10, 64)
+		return strconv.FormatInt(sec*1e6+usec, 10)
+	}
+	// Node 0: started now, largest TTL 2562047h: held back now.
+	srv[0].MustDo(t, "HSET", marker, "start", nowMicros(srv[0]), "maxttl", "9223369200000")
+	// Node 1: a largest TTL of 2h, started long ago: held back only after
+	// a restart or a promotion.
+	srv[1].MustDo(t, "HSET", marker, "start", "1000000", "maxttl", "7200000")
+	r := run(t, "doctor", nodes)
+	expect(t, r, exitFailure, "ERROR  markers", "WARN   markers", "1 node marker(s) record a largest TTL above the maximum TTL (1h0m0s)",
+		marker, "holds the slot back for 25620", "holds the slot back that long after the next restart", "HDEL <marker> maxttl",
+		"USABLE WITH WARNINGS: 2 of 3 nodes healthy")
+
+	// A maxttl too large for a float64 is above any limit too; with it
+	// on a third node no quorum is healthy.
+	srv[2].MustDo(t, "HSET", marker, "start", nowMicros(srv[2]), "maxttl", "1e400")
+	r = run(t, "doctor", "--json", nodes)
+	expect(t, r, exitNoQuorum)
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, r)
+	}
+	for i, n := range rep.Nodes {
+		if len(n.OversizedMarkers) != 1 || n.OversizedMarkers[0].Key != marker || n.Healthy != (i == 1) ||
+			(n.OversizedMarkers[0].HeldBackMs > 0) != (i != 1) {
+			t.Fatalf("doctor --json: node %d: %+v\n%s", i, n, r.stdout)
+		}
+	}
+	if rep.Verdict != "failing" || rep.Nodes[2].OversizedMarkers[0].MaxTTL != "1e400" {
+		t.Fatalf("doctor --json: unexpected report:\n%s", r.stdout)
+	}
+
+	// The recovery.
+	for _, s := range srv {
+		s.MustDo(t, "HDEL", marker, "maxttl")
+	}
+	r = run(t, "doctor", nodes)
+	expect(t, r, 0, "HEALTHY", "no node marker records a TTL above the maximum TTL")
+}
+
+// In a cluster named as one node, each master's markers are read, those
+// of its own slots: an oversized one is an error of that master.
+func TestDoctorClusterOversizedMarker(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3, redistest.Config{})
+	m, err := cl.MasterOf("nightly-report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := wire.MarkerKey("nightly-report")
+	m.MustDo(t, "HSET", marker, "start", "1000000", "maxttl", "7200000")
+	r := run(t, "doctor", "--nodes", cl.URL())
+	expect(t, r, exitFailure, "    WARN   markers      1 node marker(s) record a largest TTL above the maximum TTL", marker, "USABLE WITH WARNINGS")
+	if n := strings.Count(r.stdout, "OK     markers      no node marker records"); n != 2 {
+		t.Fatalf("want the two other masters without oversized markers, got %d:\n%s", n, r)
+	}
 }

@@ -85,7 +85,7 @@ Exit status (see also 'redlock help exit-codes'):
 		ValidArgsFunction: commandCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rf.waitGiven = cmd.Flags().Changed("wait")
-			key, argv, err := commandArgs(args, use)
+			key, argv, err := commandArgs(args, cmd.ArgsLenAtDash(), use)
 			if err != nil {
 				return err
 			}

@@ -121,7 +121,10 @@ func setHelp(root *cobra.Command) {
 // nodesHelp is the topic 'redlock help nodes'.
 const nodesHelp = `Nodes come from --nodes or the environment variable ` + envNodes + `: a list of
 URLs separated by commas or spaces (--nodes may also be given more than
-once, and wins over ` + envNodes + `). The default is ` + defaultNodes + `.
+once, and wins over ` + envNodes + `). Or they come from a file, named by
+--nodes-file or ` + envNodesFile + `: one URL a line, where blank lines and
+lines that begin with # are left out. The default is ` + defaultNodes + `.
+A URL starts with redis://, rediss:// or unix://.
 
 A node is one Redis server:
 
@@ -153,8 +156,18 @@ a DNS name or a virtual IP. The promoted replica sees its own promotion and
 sits out the quarantine, as after a restart ('redlock help quarantine'); an
 address moved to a server that was never the master's replica is not seen.
 
-Passwords: characters such as , / ? # @ % in a password must be
-percent-encoded. Passwords are never printed.`
+Passwords: characters such as , / ? # @ % and spaces and tabs in a user
+name or password must be percent-encoded: %2C for a comma, %20 for a space,
+%09 for a tab, %2F for /, %3F for ?, %23 for #, %40 for @, %25 for %. A
+list whose passwords hold a separator is refused, and a URL that does not
+parse is named by its place in the list ("node URL 2 of --nodes", "line 3
+of --nodes-file F"), never repeated. Passwords are never printed.
+
+A password given with --nodes is on redlock's command line, which every
+user of the machine can read (ps, /proc) while redlock runs, and which
+shell histories keep. Give passwords in a file (--nodes-file, readable by
+you alone) or in ` + envNodes + ` instead. Neither variable reaches the
+command that run and elect start.`
 
 // quarantineHelp is the topic 'redlock help quarantine'.
 const quarantineHelp = `Restart quarantine: a node whose redis-server started more recently than the
@@ -245,6 +258,7 @@ func environmentHelp() string {
 	row := func(name, text string) { fmt.Fprintf(&b, "  %-19s %s\n", name, text) }
 	b.WriteString("redlock reads these variables; a flag wins over its variable:\n\n")
 	row(envNodes, "the nodes, as --nodes ('redlock help nodes')")
+	row(envNodesFile, "a file of node URLs, one a line, as --nodes-file")
 	row(envCACert, "as --cacert (all six: 'redlock help tls')")
 	row(envCACertDir, "as --cacertdir")
 	row(envCert, "as --cert")
@@ -252,6 +266,11 @@ func environmentHelp() string {
 	row(envSNI, "as --sni")
 	row(envInsecure, "as --insecure: 1, true, 0 or false")
 	b.WriteString(`
+'redlock run' and 'redlock elect' do not pass on to COMMAND the variables
+that the nodes or their secrets come from:
+` + strings.Join(secretVars, ", ") + `.
+A command that runs redlock again names the nodes itself.
+
 'redlock run' and 'redlock elect' give COMMAND these; none of them is
 passed on from redlock's own environment, so that a run inside another sees
 only its own:

@@ -525,12 +525,12 @@ func printReportOf(w io.Writer, subject string, rep *statusReport, now time.Time
 	switch rep.State {
 	case "held":
 		fmt.Fprintf(w, "%s: HELD by %s%s on %d of %d nodes (quorum %d); expires in %v unless extended\n",
-			subject, rep.Holder, ownerText(rep.Owner), rep.HeldOn, total, rep.Quorum, millisDur(rep.TTLMillis))
+			subject, printable(rep.Holder), ownerText(rep.Owner), rep.HeldOn, total, rep.Quorum, millisDur(rep.TTLMillis))
 	case "shared":
 		fmt.Fprintf(w, "%s: SHARED by %d readers, each on a quorum of the %d nodes (quorum %d); the first ends in %v unless extended\n",
 			subject, len(rep.Readers), total, rep.Quorum, millisDur(rep.Readers[0].TTLMillis))
 		for _, r := range rep.Readers {
-			fmt.Fprintf(w, "  reader %s%s: ends in %v\n", r.ID, ownerText(r.Owner), millisDur(r.TTLMillis))
+			fmt.Fprintf(w, "  reader %s%s: ends in %v\n", printable(r.ID), ownerText(r.Owner), millisDur(r.TTLMillis))
 		}
 	case "free":
 		fmt.Fprintf(w, "%s: FREE (%d of %d nodes answered, quorum %d)\n", subject, rep.Answered, total, rep.Quorum)
@@ -583,7 +583,7 @@ func printReportOf(w io.Writer, subject string, rep *statusReport, now time.Time
 		default:
 			rwCols = fmt.Sprintf("\t%d\t%d", len(n.Readers), n.Intents)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\n", n.Node, holder, owner, ttl, rwCols, fence, nodeText(n, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\n", printable(n.Node), printable(holder), printable(owner), ttl, rwCols, fence, printable(nodeText(n, now)))
 		if h := refusalHint(n.readErr); n.refused && h != "" && !slices.Contains(hints, h) {
 			hints = append(hints, h)
 		}
@@ -615,8 +615,9 @@ func nodeText(n nodeStatus, now time.Time) string {
 	return state
 }
 
-// ownerText returns an owner label to follow a holder's ID: quoted, in
-// parentheses; "" for a holder without one.
+// ownerText returns an owner label to follow a holder's ID: quoted as Go
+// quotes strings, which escapes what printable escapes, in parentheses; ""
+// for a holder without one.
 func ownerText(owner string) string {
 	if owner == "" {
 		return ""

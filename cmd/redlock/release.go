@@ -371,7 +371,7 @@ func printRelease(w io.Writer, rep *releaseReport) {
 		if n.Fence > 0 {
 			fence = fmt.Sprint(n.Fence)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Node, holder, owner, ttl, fence, result)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(n.Node), printable(holder), printable(owner), ttl, fence, printable(result))
 		if h := refusalHint(n.err); n.refused && h != "" && !slices.Contains(hints, h) {
 			hints = append(hints, h)
 		}
@@ -402,7 +402,7 @@ func removedHolders(rep *releaseReport) string {
 	case 0:
 		return ""
 	case 1:
-		return " the keys of " + ids[0] + ownerText(owner)
+		return " the keys of " + printable(ids[0]) + ownerText(owner)
 	}
 	return fmt.Sprintf(" the keys of %d holders", len(ids))
 }

@@ -50,8 +50,12 @@ func (rf *runFlags) register(f *pflag.FlagSet, noun string) {
 }
 
 // commandArgs splits the arguments of run and elect into KEY and
-// COMMAND, for the command line use.
-func commandArgs(args []string, use string) (key string, argv []string, err error) {
+// COMMAND, for the command line use. dash is cmd.ArgsLenAtDash(): 0 when
+// "--" came before any argument, which leaves no KEY.
+func commandArgs(args []string, dash int, use string) (key string, argv []string, err error) {
+	if dash == 0 {
+		return "", nil, usagef("missing KEY before \"--\": %s", use)
+	}
 	key, argv = args[0], args[1:]
 	if len(argv) > 0 && argv[0] == "--" {
 		argv = argv[1:]
@@ -171,7 +175,7 @@ Exit status (see also 'redlock help exit-codes'):
 		ValidArgsFunction: commandCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rf.waitGiven = cmd.Flags().Changed("wait")
-			key, argv, err := commandArgs(args, "redlock run [flags] KEY -- COMMAND [ARGS...]")
+			key, argv, err := commandArgs(args, cmd.ArgsLenAtDash(), "redlock run [flags] KEY -- COMMAND [ARGS...]")
 			if err != nil {
 				return err
 			}
@@ -359,22 +363,23 @@ func rwTarget(r *runner, c *redlock.Client, write bool) *target {
 // say prints a message on stderr unless --quiet was given.
 func (r *runner) say(format string, args ...any) {
 	if !r.flags.quiet {
-		fmt.Fprintf(r.stderr, "redlock: "+format+"\n", args...)
+		fmt.Fprintf(r.stderr, "redlock: %s\n", printableLines(fmt.Sprintf(format, args...)))
 	}
 }
 
 // warn prints a message on stderr, --quiet or not.
 func (r *runner) warn(format string, args ...any) {
-	fmt.Fprintf(r.stderr, "redlock: "+format+"\n", args...)
+	fmt.Fprintf(r.stderr, "redlock: %s\n", printableLines(fmt.Sprintf(format, args...)))
 }
 
 // once reports whether the flags ask for one attempt: --wait 0s.
 func (r *runner) once() bool { return r.flags.waitGiven && r.flags.wait == 0 }
 
 func (r *runner) run() error {
+	if err := checkTTL("--ttl", r.flags.ttl); err != nil {
+		return err
+	}
 	switch {
-	case r.flags.ttl <= 0:
-		return usagef("--ttl %v must be positive", r.flags.ttl)
 	case r.flags.wait < 0:
 		return usagef("--wait %v is negative", r.flags.wait)
 	case r.flags.grace < 0:
@@ -434,12 +439,12 @@ func (r *runner) run() error {
 }
 
 // childEnv returns the environment for COMMAND: redlock's own without
-// childVars, and vars.
+// childVars and secretVars, and vars.
 func childEnv(vars []string) []string {
 	env := make([]string, 0, len(os.Environ())+len(vars))
 	for _, e := range os.Environ() {
 		name, _, _ := strings.Cut(e, "=")
-		if !slices.Contains(childVars, name) {
+		if !slices.Contains(childVars, name) && !slices.Contains(secretVars, name) {
 			env = append(env, e)
 		}
 	}

@@ -173,12 +173,22 @@ func (f *tlsFlags) resolve(urls []string, w io.Writer) (*tlsSetup, error) {
 		}
 		return nil, usagef("%s and %s contradict each other: %s turns off the verification that the CA is for", insecure.from, ca, insecure.from)
 	}
-	for _, s := range []setting{cacert, cacertdir, cert, key} {
+	// Each file must be a regular file of at most 1 MiB (tlsfiles.ReadFile
+	// reads it again, and again when it changes): not a device that
+	// never ends, nor a named pipe that nobody writes to.
+	for _, s := range []setting{cacert, cert, key} {
 		if s.from == "" {
 			continue
 		}
-		if _, err := os.Stat(s.value); err != nil {
+		if _, err := tlsfiles.ReadFile(s.value); err != nil {
 			return nil, usagef("%s: %v", s.from, err)
+		}
+	}
+	if cacertdir.from != "" {
+		if fi, err := os.Stat(cacertdir.value); err != nil {
+			return nil, usagef("%s: %v", cacertdir.from, err)
+		} else if !fi.IsDir() {
+			return nil, usagef("%s: %s is not a directory", cacertdir.from, cacertdir.value)
 		}
 	}
 	ts := &tlsSetup{

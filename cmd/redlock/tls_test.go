@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -182,6 +183,16 @@ func TestTLSUsage(t *testing.T) {
 	tn := startTLSNodes(t, tlsfilestest.RedisConfig{AuthClients: "no"})
 	missing := filepath.Join(tn.dir, "missing.crt")
 	junk := filepath.Join(tn.dir, "junk.pem")
+	// Files that are not files: a named pipe nobody writes to, and one
+	// above the size limit.
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(big, make([]byte, 1<<20+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tlsfilestest.WriteFile(t, junk, []byte("junk\n"))
 	for _, tc := range []struct {
 		args []string
@@ -195,11 +206,20 @@ func TestTLSUsage(t *testing.T) {
 		{args: []string{"--cacert", tn.caFile, "--nodes=redis://" + tn.servers[0].Addr()}, want: "--cacert set up TLS, but no node URL asks for it: use rediss://"},
 		{args: []string{"--nodes=redis://" + tn.servers[0].Addr()}, env: []string{"REDLOCK_SNI=x"}, want: "$REDLOCK_SNI set up TLS, but no node URL"},
 		{args: []string{"--nodes=" + tn.servers[0].URL() + "?skip_verify=true"}, want: "turns certificate verification off (skip_verify=true): give --insecure to confirm"},
-		{args: []string{"--cacert", missing, tn.nodes()}, want: "--cacert: stat " + missing + ": no such file or directory"},
+		{args: []string{"--cacert", missing, tn.nodes()}, want: "--cacert: open " + missing + ": no such file or directory"},
+		{args: []string{"--cacert", "/dev/zero", tn.nodes()}, want: "--cacert: read /dev/zero: not a regular file (a character device)"},
+		{args: []string{"--cacert", tn.caFile, "--cert", t.TempDir(), "--key", tn.cert, tn.nodes()}, want: "--cert: read /tmp/"},
+		{args: []string{"--cacert", tn.caFile, "--cert", tn.cert, "--key", fifo, tn.nodes()}, want: "--key: read " + fifo + ": not a regular file (a named pipe)"},
+		{args: []string{"--cacertdir", tn.caFile, tn.nodes()}, want: "--cacertdir: " + tn.caFile + " is not a directory"},
+		{args: []string{"--nodes-file", fifo}, want: "--nodes-file: read " + fifo + ": not a regular file (a named pipe)"},
+		{args: []string{"--nodes-file", "/dev/zero"}, want: "--nodes-file: read /dev/zero: not a regular file"},
+		{args: []string{"--nodes-file", big}, want: "--nodes-file: read " + big + ": 1048577 bytes, more than the 1048576"},
+		{args: []string{}, env: []string{"REDLOCK_NODES_FILE=" + fifo}, want: "$REDLOCK_NODES_FILE: read " + fifo + ": not a regular file"},
 		{args: []string{"--cacert", junk, tn.nodes()}, want: "CA file " + junk + " holds no PEM certificate"},
 		{args: []string{"--cacert", tn.caFile, "--cert", tn.cert, "--key", junk, tn.nodes()}, want: "client certificate " + tn.cert + " and key " + junk},
 		{args: []string{tn.nodes()}, env: []string{"REDLOCK_INSECURE=maybe"}, want: `$REDLOCK_INSECURE="maybe": want 1, true, 0 or false`},
 	} {
+		tc := tc
 		for _, cmd := range [][]string{{"doctor"}, {"inspect", "k"}, {"run", "k", "--", "true"}, {"release", "--force", "--yes", "k"}, {"demo", "--workers", "1"}} {
 			args := append(append(cmd[:1:1], tc.args...), cmd[1:]...)
 			r := runIn(t, t.TempDir(), tc.env, args...)

@@ -126,22 +126,62 @@ func TestNodeURLs(t *testing.T) {
 	}
 }
 
+// The scrubber hides user information by the structure of the URLs it
+// learnt, never a password wherever it appears: a password "e" or "3"
+// leaves words and numbers alone, and one cut by a separator is learnt
+// whole before the list is split.
 func TestScrub(t *testing.T) {
-	n, err := dialNode("redis://u:p%40ss%2Fw0rd@127.0.0.1:1")
-	if err != nil {
-		t.Fatal(err)
+	registerSecrets("redis://u:e@127.0.0.1:1,redis://:3@127.0.0.1:2")
+	registerSecrets("--nodes=redis://u:Tr0ub4dor,xyz@h:1 redis://v:Summer Time@h:2")
+	for in, want := range map[string]string{
+		"3 of 3 nodes answered":                     "3 of 3 nodes answered",
+		`{"votes": 3, "quorum": 2}`:                 `{"votes": 3, "quorum": 2}`,
+		"dial redis://u:e@127.0.0.1:1: refused":     "dial redis://xxxxx@127.0.0.1:1: refused",
+		`invalid argument "redis://:3@127.0.0.1:2"`: `invalid argument "redis://xxxxx@127.0.0.1:2"`,
+		"x redis://u:Tr0ub4dor,xyz@h:1 y":           "x redis://xxxxx@h:1 y",
+		`"redis://v:Summer Time@h:2"`:               `"redis://xxxxx@h:2"`,
+	} {
+		if got := scrub(in); got != want {
+			t.Errorf("scrub(%q) = %q, want %q", in, got, want)
+		}
 	}
-	n.Close()
-	for _, s := range []string{"p@ss/w0rd", "p%40ss%2Fw0rd"} {
-		if got := scrub("x " + s + " y"); strings.Contains(got, "w0rd") {
-			t.Errorf("scrub(%q) = %q", s, got)
+	for _, pw := range []string{"Tr0ub4dor,xyz", "Summer Time"} {
+		if got := scrubAll("panic: " + pw); strings.Contains(got, pw) {
+			t.Errorf("scrubAll kept %q: %q", pw, got)
 		}
 	}
 	var b strings.Builder
 	w := &scrubWriter{w: &b}
-	w.Write([]byte("error: p@ss/w0rd"))
-	if strings.Contains(b.String(), "w0rd") {
+	w.Write([]byte("error: redis://u:e@127.0.0.1:1 nodes answered"))
+	if b.String() != "error: redis://xxxxx@127.0.0.1:1 nodes answered" {
 		t.Errorf("scrubWriter wrote %q", b.String())
+	}
+}
+
+// A list that cuts a password at a separator is refused, naming the URL
+// by its place; a URL that does not parse is named by its place and shown
+// only without its user information.
+func TestNodeURLErrors(t *testing.T) {
+	t.Setenv(envNodes, "")
+	t.Setenv(envNodesFile, "")
+	for list, want := range map[string]string{
+		"redis://u:Tr0ub4dor,xyz@h:1":           "node URL 1 of --nodes has a comma, a space or a tab",
+		"redis://h:1,redis://u:Summer Time@h:2": "node URL 2 of --nodes has a comma",
+		"redis://h:1 redis://u:a\tHunter2@h:2":  "node URL 2 of --nodes has a comma",
+		"redis://h:1,127.0.0.1:6379":            `node URL 2 of --nodes, "127.0.0.1:6379", is not valid: no scheme; a node URL starts with redis://`,
+		"redis://u:pw@h:1?pool_size=-5":         `node URL 1 of --nodes, "redis://xxxxx@h:1?pool_size=-5", is not valid: pool_size="-5"`,
+		"redis://u:pw@h:1,h:2":                  "node URL 2 of --nodes is not a valid node URL",
+	} {
+		f := &nodeFlags{nodes: []string{list}}
+		_, err := f.urls()
+		if exitCode(err) != exitUsage || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", list, err, want)
+		}
+		for _, pw := range []string{"Tr0ub4dor", "xyz", "Summer", "Time", "Hunter2", "pw"} {
+			if err != nil && strings.Contains(err.Error(), pw) {
+				t.Errorf("%q: %v shows %q", list, err, pw)
+			}
+		}
 	}
 }
 

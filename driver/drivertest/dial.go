@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/redistest"
 )
@@ -259,8 +260,8 @@ func testBadURLs[N Node](t *testing.T, a Adapter[N]) {
 		if strings.Contains(msg, "hunter") || strings.Contains(msg, "secret") {
 			t.Errorf("Dial(%q) error %q reveals the password", url, msg)
 		}
-		if !strings.HasPrefix(msg, a.Pkg+": invalid URL") {
-			t.Errorf("Dial(%q) error %q", url, msg)
+		if !strings.HasPrefix(msg, a.Pkg+": invalid URL") || !errors.Is(err, redlock.ErrInvalid) {
+			t.Errorf("Dial(%q) error %q (ErrInvalid: %v)", url, msg, errors.Is(err, redlock.ErrInvalid))
 		}
 		t.Logf("%q: %v", url, err)
 	}

@@ -37,8 +37,16 @@
 // (tlsfiles.Options.Apply), and dials TLS connections whose server's
 // refusal of a client certificate reads as such (tlsfiles.Dial).
 //
+// A URL must begin with one of these schemes: [Scheme] says what is
+// expected of one that does not, which a client library's parser would
+// report in its own terms. Query parameters are checked by the adapter
+// against the ranges that [Int] and [Duration] enforce, so that a value
+// the client library would accept but could not use (a negative pool
+// size, a pool of a hundred billion connections) is refused at Dial.
+//
 // An adapter parses URLs with its client library's parser, and makes the
-// errors of that parser safe to show with [Error]. A node's name, and every
+// errors of that parser safe to show with [Error]; they wrap
+// redlock.ErrInvalid. A node's name, and every
 // error an adapter returns, must be free of credentials; [Redact] hides
 // them in URLs that an adapter shows.
 package nodeurl
@@ -49,7 +57,99 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/quorumlock/redlock"
 )
+
+// Expected says what a node URL looks like, for error messages.
+const Expected = "a node URL starts with redis://, rediss:// or unix://, as in redis://127.0.0.1:6379"
+
+// Scheme returns nil if rawURL begins with redis://, rediss:// or unix://
+// (the scheme in any case), and otherwise an error that says what is
+// expected, for [Error]. The error does not repeat rawURL.
+func Scheme(rawURL string) error {
+	scheme, _, ok := strings.Cut(rawURL, "://")
+	switch {
+	case strings.TrimSpace(rawURL) == "":
+		return errors.New("the URL is empty; " + Expected)
+	case !ok || !isScheme(scheme):
+		return errors.New("no scheme; " + Expected)
+	}
+	switch strings.ToLower(scheme) {
+	case "redis", "rediss", "unix":
+		return nil
+	}
+	return fmt.Errorf("scheme %s:// is not one of a node's; %s", strings.ToLower(scheme), Expected)
+}
+
+// MaxConns is the largest number of connections, or of connection
+// attempts at once, that a query parameter may ask for: far above what a
+// lock node needs, and small enough that a pool of this size costs
+// little before it is used.
+const MaxConns = 10000
+
+// MaxTimeout is the longest duration a query parameter may set.
+const MaxTimeout = 24 * time.Hour
+
+// Int parses the value v of the query parameter name as a decimal integer
+// from lo to hi. Its error names the parameter and the range.
+func Int(name, v string, lo, hi int) (int, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < int64(lo) || n > int64(hi) {
+		return 0, fmt.Errorf("%s=%q: want an integer from %d to %d", name, v, lo, hi)
+	}
+	return int(n), nil
+}
+
+// Duration parses the value v of the query parameter name as a duration
+// such as "500ms" or "2s", or a whole number of seconds, up to
+// MaxTimeout. It refuses a negative duration, and zero unless zero is
+// true. Its error names the parameter and the range.
+func Duration(name, v string, zero bool) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil {
+		var n int
+		if n, err = strconv.Atoi(strings.TrimSpace(v)); err == nil {
+			d = time.Duration(n) * time.Second
+			if n > int(MaxTimeout/time.Second) {
+				d = MaxTimeout + 1
+			}
+		}
+	}
+	if err != nil || d < 0 || d > MaxTimeout || d == 0 && !zero {
+		lo := "0"
+		if !zero {
+			lo = "more than 0"
+		}
+		return 0, fmt.Errorf("%s=%q: want a duration such as 2s or 500ms, from %s to %v", name, v, lo, MaxTimeout)
+	}
+	return d, nil
+}
+
+// Bool parses the value v of the query parameter name as
+// [strconv.ParseBool] does. Its error names the parameter.
+func Bool(name, v string) (bool, error) {
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, fmt.Errorf("%s=%q: want true or false", name, v)
+	}
+	return b, nil
+}
+
+// Query returns the query parameters of rawURL, or nil if it has none or
+// they do not parse (which the client library then reports).
+func Query(rawURL string) url.Values {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil
+	}
+	return q
+}
 
 // Cluster reports whether rawURL names a Redis Cluster: whether it has an
 // addr parameter, or a cluster parameter that is true (as
@@ -126,16 +226,23 @@ func Error(pkg, rawURL string, err error, parse func(string) error) error {
 	shown, redacted := Redact(rawURL)
 	if redacted {
 		if err = parse(shown); err == nil {
-			return fmt.Errorf("%s: invalid URL %q: malformed user information "+
-				"(characters such as / ? # @ %% in a user name or password must be percent-encoded)", pkg, shown)
+			return &invalidError{fmt.Errorf("%s: invalid URL %q: malformed user information "+
+				"(characters such as / ? # @ %% , and spaces in a user name or password must be percent-encoded)", pkg, shown)}
 		}
 	}
 	var uerr *url.Error
 	if errors.As(err, &uerr) { // its text repeats the whole URL
 		err = uerr.Err
 	}
-	return fmt.Errorf("%s: invalid URL %q: %w", pkg, shown, err)
+	return &invalidError{fmt.Errorf("%s: invalid URL %q: %w", pkg, shown, err)}
 }
+
+// An invalidError is an error of Error: it wraps its reason and
+// redlock.ErrInvalid.
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string   { return e.err.Error() }
+func (e *invalidError) Unwrap() []error { return []error{e.err, redlock.ErrInvalid} }
 
 // Redact replaces the user information of s, as [Userinfo] finds it,
 // with "xxxxx". It works on strings that are not valid URLs, where the user

@@ -5,6 +5,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
 )
 
 func TestRedact(t *testing.T) {
@@ -81,5 +84,47 @@ func TestCluster(t *testing.T) {
 		case cluster != tt.cluster || rest != tt.rest:
 			t.Errorf("Cluster(%q) = %v, %q; want %v, %q", tt.in, cluster, rest, tt.cluster, tt.rest)
 		}
+	}
+}
+
+func TestScheme(t *testing.T) {
+	for in, ok := range map[string]bool{
+		"redis://h": true, "REDISS://h": true, "unix:///s": true,
+		"": false, "h:6379": false, "127.0.0.1:6379": false, "http://h": false, "u:pa://ss@h": false,
+	} {
+		if err := Scheme(in); (err == nil) != ok || err != nil && !strings.Contains(err.Error(), Expected) {
+			t.Errorf("Scheme(%q) = %v", in, err)
+		}
+	}
+}
+
+func TestParams(t *testing.T) {
+	if n, err := Int("n", "7", 0, 10); n != 7 || err != nil {
+		t.Errorf("Int 7: %v %v", n, err)
+	}
+	for _, v := range []string{"-1", "11", "x", "", "99999999999999999999"} {
+		if _, err := Int("n", v, 0, 10); err == nil || !strings.Contains(err.Error(), "from 0 to 10") {
+			t.Errorf("Int(%q): %v", v, err)
+		}
+	}
+	for v, want := range map[string]time.Duration{"2s": 2 * time.Second, "3": 3 * time.Second, "0": 0} {
+		if d, err := Duration("d", v, true); d != want || err != nil {
+			t.Errorf("Duration(%q) = %v, %v", v, d, err)
+		}
+	}
+	for _, v := range []string{"-1s", "25h", "x", "99999999999"} {
+		if _, err := Duration("d", v, true); err == nil {
+			t.Errorf("Duration(%q) accepted", v)
+		}
+	}
+	if _, err := Duration("d", "0", false); err == nil {
+		t.Error("Duration 0 accepted where it must be positive")
+	}
+}
+
+func TestErrorIsInvalid(t *testing.T) {
+	err := Error("pkg", "redis://h:x", errors.New("bad"), func(string) error { return errors.New("bad") })
+	if !errors.Is(err, redlock.ErrInvalid) {
+		t.Errorf("%v does not wrap ErrInvalid", err)
 	}
 }

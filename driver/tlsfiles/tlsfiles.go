@@ -43,6 +43,8 @@ import (
 )
 
 // Files names the files of a TLS client. The zero Files names none.
+// Each file is read with [ReadFile]: it must be a regular file (or a
+// symbolic link to one) of at most MaxFileSize bytes.
 type Files struct {
 	// CACert is a PEM file of the certificate authorities whose
 	// certificates the client trusts to sign the server's certificate
@@ -337,7 +339,7 @@ func (w *watched[T]) get() (T, error) {
 	}
 	data := make([][]byte, len(paths))
 	for i, p := range paths {
-		if data[i], err = os.ReadFile(p); err != nil {
+		if data[i], err = ReadFile(p); err != nil {
 			return w.val, fmt.Errorf("tlsfiles: %w", err)
 		}
 	}
