@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -19,8 +20,7 @@ import (
 // before, read from INFO stats and commandstats before and after.
 type CommandCount struct {
 	Library string
-	Node    string // "1 server" or "cluster of 3" (see target.String)
-	Cluster bool
+	Node    string // "1 server" (see target.String)
 	Pairs   int
 	// Reads are the reads the servers made from their clients' connections
 	// (total_reads_processed): with one request in flight at a time, and
@@ -122,21 +122,14 @@ func (cc CommandCount) progress() string {
 }
 
 // countCommands counts, for every library, the commands the servers run
-// per lock+release on the first server and on the cluster, as
+// per lock+release on the first server, as
 // Config.CountPairs asks, before any cell runs.
 func (r *Report) countCommands(ctx context.Context) error {
 	cfg := &r.Config
 	if cfg.CountPairs == 0 {
 		return nil
 	}
-	var targets []target
-	if len(cfg.Addrs) > 0 {
-		targets = append(targets, target{addrs: cfg.Addrs[:1]})
-	}
-	if len(cfg.ClusterAddrs) > 0 {
-		targets = append(targets, target{addrs: cfg.ClusterAddrs, cluster: true})
-	}
-	for _, t := range targets {
+	for _, t := range []target{cfg.Addrs[:1]} {
 		for _, lib := range cfg.Libraries {
 			cc, err := countCommands(ctx, cfg, lib, t)
 			if err != nil {
@@ -158,19 +151,15 @@ func (r *Report) countCommands(ctx context.Context) error {
 // reach, and the keys' slot records written, as on a node in service. It
 // reads INFO stats and commandstats of every server of t before and after.
 func countCommands(ctx context.Context, cfg *Config, lib string, t target) (CommandCount, error) {
-	cc := CommandCount{Library: lib, Node: t.String(), Cluster: t.cluster, Pairs: cfg.CountPairs}
+	cc := CommandCount{Library: lib, Node: t.String(), Pairs: cfg.CountPairs}
 	cl, err := open(lib, t, settings{retry: RetryDefault, tunedDelay: cfg.TunedDelay, ttl: cfg.TTL, quarantine: cfg.Quarantine})
 	if err != nil {
 		return cc, err
 	}
 	defer cl.close()
-	node := "servers"
-	if t.cluster {
-		node = "cluster"
-	}
 	keys := make([]string, keysPerWorker)
 	for k := range keys {
-		keys[k] = fmt.Sprintf("lockbench:count:%s:%s:k%d", node, strings.ReplaceAll(lib, " ", "-"), k)
+		keys[k] = fmt.Sprintf("lockbench:count:%s:k%d", strings.ReplaceAll(lib, " ", "-"), k)
 	}
 	w := cl.worker(keys)
 	pair := func(i int) error {
@@ -189,8 +178,8 @@ func countCommands(ctx context.Context, cfg *Config, lib string, t target) (Comm
 		}
 	}
 
-	stats := make([]*redis.Client, len(t.addrs))
-	for i, a := range t.addrs {
+	stats := make([]*redis.Client, len(t))
+	for i, a := range t {
 		stats[i] = redis.NewClient(&redis.Options{Addr: a})
 	}
 	defer closeAll(stats)
@@ -284,4 +273,37 @@ func readStats(ctx context.Context, cs []*redis.Client) (map[string]commandStat,
 		}
 	}
 	return out, reads, nil
+}
+
+// A cpuReader reads the CPU time that servers have used, system and user
+// (INFO cpu used_cpu_sys and used_cpu_user, all their threads), summed
+// over them.
+type cpuReader struct{ cs []*redis.Client }
+
+func newCPUReader(addrs []string) *cpuReader {
+	r := &cpuReader{}
+	for _, a := range addrs {
+		r.cs = append(r.cs, redis.NewClient(&redis.Options{Addr: a}))
+	}
+	return r
+}
+
+func (r *cpuReader) close() { closeAll(r.cs) }
+
+func (r *cpuReader) read(ctx context.Context) (time.Duration, error) {
+	var sum float64
+	for _, c := range r.cs {
+		info, err := c.Info(ctx, "cpu").Result()
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu: %w", err)
+		}
+		for _, f := range []string{"used_cpu_sys", "used_cpu_user"} {
+			v, err := strconv.ParseFloat(infoField(info, f), 64)
+			if err != nil {
+				return 0, fmt.Errorf("INFO cpu %s: %w", f, err)
+			}
+			sum += v
+		}
+	}
+	return time.Duration(sum * 1e9), nil
 }

@@ -140,7 +140,7 @@ func w1Figures(reps []*Report) []Figure {
 		}
 		for _, row := range r.Rows {
 			c := row.Cell
-			if c.Workload != W1 || c.Cluster || row.NA || row.Ops == 0 {
+			if c.Workload != W1 || row.NA || row.Ops == 0 {
 				continue
 			}
 			k := w1Key{row.Library, c.N, c.G}

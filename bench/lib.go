@@ -16,10 +16,7 @@ import (
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/goredisnode"
-	"github.com/quorumlock/redlock/rueidisnode"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/rueidis"
 )
 
 // Retry selects how a library retries a lock that is taken.
@@ -66,11 +63,11 @@ func DefaultLibraries() []string {
 }
 
 // supports reports whether library lib can run cell c: bsm/redislock
-// locks one node only, only this module's client has a semaphore and
-// elections, and the quorum floor, which does not lock, runs W1 only.
+// locks one node only, only this module's client has a read-write lock,
+// and the quorum floor, which does not lock, runs W1 only.
 func supports(lib string, c Cell) bool {
 	switch {
-	case ownOnly(c.Workload):
+	case c.Workload == RW:
 		return lib == LibRedlockGoRedis || lib == LibRedlockRueidis
 	case lib == LibQuorumFloor:
 		return c.Workload == W1
@@ -78,40 +75,16 @@ func supports(lib string, c Cell) bool {
 	return lib != LibBSM || c.N == 1
 }
 
-// A target is what a cell's clients lock on: N plain servers, each a
-// node, or one Redis Cluster, which is a single node.
-type target struct {
-	addrs   []string // the servers, or the cluster's masters
-	cluster bool
-}
+// A target is the addresses of the servers a cell's clients lock on,
+// each a node.
+type target []string
 
-// nodes returns the number of nodes of t.
-func (t target) nodes() int {
-	if t.cluster {
-		return 1
-	}
-	return len(t.addrs)
-}
-
-// String describes t, as in "1 server" or "cluster of 3".
+// String describes t, as in "1 server" or "5 servers".
 func (t target) String() string {
-	switch {
-	case t.cluster:
-		return fmt.Sprintf("cluster of %d", len(t.addrs))
-	case len(t.addrs) == 1:
+	if len(t) == 1 {
 		return "1 server"
 	}
-	return fmt.Sprintf("%d servers", len(t.addrs))
-}
-
-// newGoRedis returns a go-redis client with default options for t: a
-// *redis.Client for one server, or a *redis.ClusterClient for the
-// cluster, which sends each command to the master of its key's slot.
-func newGoRedis(t target, addr string) redis.UniversalClient {
-	if t.cluster {
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: t.addrs})
-	}
-	return redis.NewClient(&redis.Options{Addr: addr})
+	return fmt.Sprintf("%d servers", len(t))
 }
 
 // rawDefaultDelay is the raw floor's retry delay when it is not tuned: the
@@ -124,8 +97,7 @@ type settings struct {
 	retry      Retry
 	tunedDelay time.Duration
 	ttl        time.Duration
-	quarantine bool          // redlock: restart quarantine on (the default)
-	hold       time.Duration // Sem and Elect: how long a permit or a leadership is held
+	quarantine bool // redlock: restart quarantine on (the default)
 }
 
 // A client is one library's client for a set of nodes, as one process
@@ -156,7 +128,7 @@ func open(lib string, t target, s settings) (client, error) {
 	case LibRedsync, LibRedsyncFast:
 		return openRedsync(t, s, lib == LibRedsyncFast), nil
 	case LibBSM:
-		if t.nodes() != 1 {
+		if len(t) != 1 {
 			return nil, fmt.Errorf("%s supports a single node only", lib)
 		}
 		return openBSM(t, s), nil
@@ -170,15 +142,6 @@ func open(lib string, t target, s settings) (client, error) {
 
 // closer is a node or a client that must be closed.
 type closer interface{ Close() error }
-
-// closeFunc makes a closer of a Close method without a result, such as
-// rueidis.Client's.
-type closeFunc func()
-
-func (f closeFunc) Close() error {
-	f()
-	return nil
-}
 
 func closeAll[T closer](cs []T) error {
 	var errs []error
@@ -197,35 +160,20 @@ type redlockClient struct {
 }
 
 // openRedlock opens this module's client through the adapter lib names,
-// with the default options, or with the restart quarantine off if s says
-// so. With it on, the servers must be older than the TTL to vote.
-//
-// Each plain server is a node from the adapter's Dial. The cluster is one
-// node from the adapter's New, given a cluster client made as a program
-// would make one: a *redis.ClusterClient with the options that
-// goredisnode.New asks for (no retries, context deadlines honoured), or a
-// rueidis client whose InitAddress lists the masters, which rueidis takes
-// for a cluster, with retries and client-side caching off, as
-// rueidisnode.Dial has them.
+// one node per server from the adapter's Dial, with the default options,
+// or with the restart quarantine off if s says so. With it on, the servers
+// must be older than the TTL to vote.
 func openRedlock(lib string, t target, s settings) (*redlockClient, error) {
 	rc := &redlockClient{ttl: s.ttl}
 	var nodes []redlock.Node
-	if t.cluster {
-		n, err := rc.openClusterNode(lib, t.addrs)
+	for _, a := range t {
+		n, err := DialNode(lib, a)
 		if err != nil {
 			closeAll(rc.nodes)
 			return nil, err
 		}
+		rc.nodes = append(rc.nodes, n)
 		nodes = append(nodes, n)
-	} else {
-		for _, a := range t.addrs {
-			n, err := rc.dialNode(lib, a)
-			if err != nil {
-				closeAll(rc.nodes)
-				return nil, err
-			}
-			nodes = append(nodes, n)
-		}
 	}
 	opts := &redlock.Options{DisableQuarantine: !s.quarantine}
 	if s.retry == RetryTuned {
@@ -238,36 +186,6 @@ func openRedlock(lib string, t target, s settings) (*redlockClient, error) {
 	}
 	rc.c = c
 	return rc, nil
-}
-
-// dialNode makes the node of the server at addr with the adapter's Dial
-// (DialNode), and appends it to rc.nodes.
-func (rc *redlockClient) dialNode(lib, addr string) (redlock.Node, error) {
-	n, err := DialNode(lib, addr)
-	if err != nil {
-		return nil, err
-	}
-	rc.nodes = append(rc.nodes, n)
-	return n, nil
-}
-
-// openClusterNode makes the node of the cluster whose masters are at
-// addrs, and appends what must be closed to rc.nodes: the node first,
-// then its client.
-func (rc *redlockClient) openClusterNode(lib string, addrs []string) (redlock.Node, error) {
-	if lib == LibRedlockRueidis {
-		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, DisableRetry: true, DisableCache: true})
-		if err != nil {
-			return nil, fmt.Errorf("rueidis cluster client: %w", err)
-		}
-		n := rueidisnode.New(c, "")
-		rc.nodes = append(rc.nodes, n, closeFunc(c.Close))
-		return n, nil
-	}
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1, ContextTimeoutEnabled: true})
-	n := goredisnode.New(c, "")
-	rc.nodes = append(rc.nodes, n, c)
-	return n, nil
 }
 
 func (rc *redlockClient) worker(keys []string) worker {
@@ -305,14 +223,13 @@ func (w *redlockWorker) unlock(ctx context.Context) error {
 
 type redsyncClient struct {
 	rs       *redsync.Redsync
-	clients  []redis.UniversalClient
+	clients  []*redis.Client
 	opts     []redsync.Option
 	failFast bool
 }
 
 // openRedsync opens redsync over one go-redis client (a pool) per node,
-// each with go-redis's default options; the cluster's is a
-// *redis.ClusterClient. With failFast, its rounds end as soon as a quorum
+// each with go-redis's default options. With failFast, its rounds end as soon as a quorum
 // has granted (or refused), as WithFailFast(true) has them; by default
 // they wait for every node.
 func openRedsync(t target, s settings, failFast bool) *redsyncClient {
@@ -320,9 +237,9 @@ func openRedsync(t target, s settings, failFast bool) *redsyncClient {
 	if failFast {
 		rc.opts = append(rc.opts, redsync.WithFailFast(true))
 	}
-	pools := make([]redsyncredis.Pool, 0, t.nodes())
-	for i := range t.nodes() {
-		c := newGoRedis(t, t.addrs[i])
+	pools := make([]redsyncredis.Pool, 0, len(t))
+	for _, a := range t {
+		c := redis.NewClient(&redis.Options{Addr: a})
 		rc.clients = append(rc.clients, c)
 		pools = append(pools, redsyncgoredis.NewPool(c))
 	}
@@ -410,18 +327,18 @@ func (w *redsyncWorker) unlock(ctx context.Context) error {
 // --- bsm/redislock -----------------------------------------------------------
 
 type bsmClient struct {
-	rc   redis.UniversalClient
+	rc   *redis.Client
 	c    *redislock.Client
 	ttl  time.Duration
 	opts *redislock.Options
 }
 
 // openBSM opens bsm/redislock over one go-redis client with default
-// options (a *redis.ClusterClient for the cluster). Its default is not to
+// options. Its default is not to
 // retry; tuned, it retries every Config.TunedDelay (LinearBackoff) until
 // the TTL has passed.
 func openBSM(t target, s settings) *bsmClient {
-	rc := newGoRedis(t, t.addrs[0])
+	rc := redis.NewClient(&redis.Options{Addr: t[0]})
 	c := &bsmClient{rc: rc, c: redislock.New(rc), ttl: s.ttl}
 	if s.retry == RetryTuned {
 		c.opts = &redislock.Options{RetryStrategy: redislock.LinearBackoff(s.tunedDelay)}
@@ -466,10 +383,9 @@ const rawRelease = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.c
 
 // rawClient is the floor: what a naive Redlock over go-redis does, with
 // one goroutine per node for each request, no pipelining, and a fresh
-// random token per attempt. On the cluster it has one node, a
-// *redis.ClusterClient.
+// random token per attempt.
 type rawClient struct {
-	clients []redis.UniversalClient
+	clients []*redis.Client
 	sha     string
 	quorum  int
 	ttlMs   int64
@@ -480,7 +396,7 @@ func openRaw(t target, s settings) (*rawClient, error) {
 	sum := sha1.Sum([]byte(rawRelease))
 	c := &rawClient{
 		sha:    hex.EncodeToString(sum[:]),
-		quorum: t.nodes()/2 + 1,
+		quorum: len(t)/2 + 1,
 		ttlMs:  s.ttl.Milliseconds(),
 		delay:  rawDefaultDelay,
 	}
@@ -488,13 +404,12 @@ func openRaw(t target, s settings) (*rawClient, error) {
 		c.delay = s.tunedDelay
 	}
 	ctx := context.Background()
-	for i := range t.nodes() {
-		rc := newGoRedis(t, t.addrs[i])
+	for _, a := range t {
+		rc := redis.NewClient(&redis.Options{Addr: a})
 		c.clients = append(c.clients, rc)
-		// A cluster client loads the script on every master.
 		if err := rc.ScriptLoad(ctx, rawRelease).Err(); err != nil {
 			closeAll(c.clients)
-			return nil, fmt.Errorf("raw: SCRIPT LOAD on %s: %w", t.addrs[i], err)
+			return nil, fmt.Errorf("raw: SCRIPT LOAD on %s: %w", a, err)
 		}
 	}
 	return c, nil
@@ -619,16 +534,16 @@ func (w *rawWorker) release(ctx context.Context, key, token string) (int, error)
 // quorum-th node to answer; the raw floor, which waits for every node, is
 // one round trip to the slowest.
 type floorClient struct {
-	clients []redis.UniversalClient
+	clients []*redis.Client
 	quorum  int
 	ttl     time.Duration
 	late    sync.WaitGroup // the requests still out after their round ended
 }
 
 func openFloor(t target, s settings) *floorClient {
-	c := &floorClient{quorum: t.nodes()/2 + 1, ttl: s.ttl}
-	for i := range t.nodes() {
-		c.clients = append(c.clients, newGoRedis(t, t.addrs[i]))
+	c := &floorClient{quorum: len(t)/2 + 1, ttl: s.ttl}
+	for _, a := range t {
+		c.clients = append(c.clients, redis.NewClient(&redis.Options{Addr: a}))
 	}
 	return c
 }
@@ -655,19 +570,19 @@ type floorWorker struct {
 func (w *floorWorker) lock(ctx context.Context, i int) (bool, error) {
 	key, token, ttl := w.keys[i], w.token, w.c.ttl
 	w.key = key
-	err := w.c.round(ctx, func(rc redis.UniversalClient) redis.Cmder { return rc.Set(ctx, key, token, ttl) })
+	err := w.c.round(ctx, func(rc *redis.Client) redis.Cmder { return rc.Set(ctx, key, token, ttl) })
 	return err == nil, err
 }
 
 func (w *floorWorker) unlock(ctx context.Context) error {
 	key := w.key
-	return w.c.round(ctx, func(rc redis.UniversalClient) redis.Cmder { return rc.Del(ctx, key) })
+	return w.c.round(ctx, func(rc *redis.Client) redis.Cmder { return rc.Del(ctx, key) })
 }
 
 // round runs call on every node at once and returns once a quorum has
 // answered without an error, or with the first error once a quorum can no
 // longer answer so. The other requests go on in the background.
-func (c *floorClient) round(ctx context.Context, call func(redis.UniversalClient) redis.Cmder) error {
+func (c *floorClient) round(ctx context.Context, call func(*redis.Client) redis.Cmder) error {
 	ch := make(chan error, len(c.clients))
 	c.late.Add(len(c.clients))
 	for _, rc := range c.clients {

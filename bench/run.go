@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/quorumlock/redlock"
 )
 
 // The workloads.
@@ -26,25 +24,11 @@ const (
 	// W2Shared is W2 with one client shared by the G contenders, as
 	// goroutines of one process would share it.
 	W2Shared = "W2s"
-	// Sem is a semaphore: G contenders, each with a client of its own,
-	// acquire and release a permit of one semaphore of n permits, and
-	// hold it for Config.Hold; it also runs with a plain Lock in place of
-	// the semaphore (n = 0 in Config.Permits). This module's client only.
-	Sem = "SEM"
-	// Elect is an election: C candidates, each with a client of its own,
-	// campaign on one election; the leader resigns after Config.Hold, and
-	// one more client reads the leader back to back. This module's client
-	// only.
-	Elect = "ELECT"
 )
 
 // Workloads returns the names of every workload, in the order a full run
 // runs them.
-func Workloads() []string { return []string{W1, W2, W2Shared, Sem, Elect, RW} }
-
-// coordination reports whether w is Sem or Elect, the workloads of the
-// primitives that only this module offers.
-func coordination(w string) bool { return w == Sem || w == Elect }
+func Workloads() []string { return []string{W1, W2, W2Shared, RW} }
 
 // contended reports whether w is W2 or W2Shared.
 func contended(w string) bool { return w == W2 || w == W2Shared }
@@ -57,17 +41,14 @@ type Config struct {
 	// Addrs are the "host:port" addresses of the servers; a cell with N
 	// nodes uses the first N. There must be at least max(Nodes).
 	Addrs []string
-	// ClusterAddrs are the addresses of the masters of one Redis Cluster,
-	// or nil. When set, every workload also runs on the cluster as the
-	// one node of its clients (N = 1), in cells placed right after the
-	// plain N = 1 cells: W1 with ClusterGoroutines, W2 and W2s with each
-	// of Retries.
-	ClusterAddrs []string
-	// ClusterGoroutines lists the numbers of goroutines of W1 on the
-	// cluster.
-	ClusterGoroutines []int
+	// ServerAddrs, if set, are the servers' own addresses when Addrs are
+	// proxies in front of them (see StartNetwork): INFO cpu is read there.
+	ServerAddrs []string
+	// Network describes the simulated network between the clients and the
+	// servers, or is empty on loopback.
+	Network string `json:"-"`
 	// CountPairs is how many lock+release pairs each library makes, one
-	// at a time, on the first server and on the cluster, while the
+	// at a time, on the first server, while the
 	// servers count the commands they run (see CommandCount); 0 counts
 	// nothing.
 	CountPairs int
@@ -87,14 +68,6 @@ type Config struct {
 	Goroutines []int
 	// Contenders is the number of contenders of W2.
 	Contenders int
-	// Permits lists the numbers of permits of Sem's semaphore; 0 is a
-	// plain Lock on the same key, run as the semaphore is, to compare.
-	Permits []int
-	// Candidates is the number of candidates of Elect.
-	Candidates int
-	// Hold is how long a holder of a permit, or a leader, keeps it before
-	// it releases it or resigns (Sem and Elect): the work it does.
-	Hold time.Duration
 	// Retries lists the retry settings W2 runs with.
 	Retries []Retry
 	// TunedDelay is the retry delay of RetryTuned.
@@ -108,10 +81,6 @@ type Config struct {
 	// Progress, if not nil, receives a line for each library in each cell
 	// as it completes.
 	Progress io.Writer `json:"-"`
-	// Network, if not nil, is the simulated network between the clients
-	// and the servers: Addrs are then its proxies' addresses. The report
-	// describes it, with what it counted while the cells ran.
-	Network *Network `json:"-"`
 	// SlowAbove, if positive, makes each W1 row count the lock calls
 	// that took at least this long: with Network, its shortest stall, so
 	// that the count is of the calls that waited for a stalled server (or
@@ -138,16 +107,12 @@ func DefaultConfig() Config {
 		Nodes:      []int{1, 3, 5},
 		Goroutines: []int{1, 16, 64},
 		Contenders: 16,
-		Permits:    []int{4, 1, 0},
-		Candidates: 4,
-		Hold:       time.Millisecond,
 		Retries:    []Retry{RetryDefault, RetryTuned},
 		TunedDelay: time.Millisecond,
 		TTL:        10 * time.Second,
 		Quarantine: true,
 
-		ClusterGoroutines: []int{1, 64},
-		CountPairs:        1000,
+		CountPairs: 1000,
 
 		Keys:            []int{10000, 100000, 1000000},
 		FenceRetentions: []time.Duration{0, time.Second},
@@ -181,13 +146,6 @@ func (cfg *Config) validate() error {
 			errs = append(errs, fmt.Errorf("bad number of goroutines %d", g))
 		}
 	}
-	if len(cfg.ClusterAddrs) > 0 {
-		for _, g := range cfg.ClusterGoroutines {
-			if g < 1 {
-				errs = append(errs, fmt.Errorf("bad number of goroutines %d on the cluster", g))
-			}
-		}
-	}
 	if slices.Contains(cfg.Workloads, KeysWorkload) {
 		for _, k := range cfg.Keys {
 			if k < 1 {
@@ -216,22 +174,6 @@ func (cfg *Config) validate() error {
 	if slices.ContainsFunc(cfg.Workloads, func(w string) bool { return contended(w) || w == RW }) && cfg.Contenders < 1 {
 		errs = append(errs, fmt.Errorf("bad number of contenders %d", cfg.Contenders))
 	}
-	if slices.Contains(cfg.Workloads, Sem) {
-		if cfg.Contenders < 1 {
-			errs = append(errs, fmt.Errorf("bad number of contenders %d", cfg.Contenders))
-		}
-		for _, p := range cfg.Permits {
-			if p < 0 || p > redlock.MaxPermits {
-				errs = append(errs, fmt.Errorf("bad number of permits %d (0, a lock, to %d)", p, redlock.MaxPermits))
-			}
-		}
-	}
-	if slices.Contains(cfg.Workloads, Elect) && cfg.Candidates < 1 {
-		errs = append(errs, fmt.Errorf("bad number of candidates %d", cfg.Candidates))
-	}
-	if slices.ContainsFunc(cfg.Workloads, coordination) && cfg.Hold < 0 {
-		errs = append(errs, fmt.Errorf("bad hold %v", cfg.Hold))
-	}
 	if cfg.TunedDelay <= 0 || cfg.TTL <= 0 {
 		errs = append(errs, errors.New("tuned delay and TTL must be positive"))
 	}
@@ -242,37 +184,19 @@ func (cfg *Config) validate() error {
 type Cell struct {
 	Workload string
 	N        int   // nodes
-	G        int   // goroutines (W1), contenders (W2, Sem) or candidates (Elect)
+	G        int   // goroutines (W1, RW) or contenders (W2)
 	Retry    Retry // W2 and W2Shared only
-	// Permits is the number of permits of Sem's semaphore, 0 for a plain
-	// Lock.
-	Permits int
-	// Cluster says that the one node (N = 1) is the Redis Cluster at
-	// Config.ClusterAddrs.
-	Cluster bool
 	// Mutex makes an RW cell's every operation a plain Lock, to compare.
 	Mutex bool
 }
 
-// String names the cell, as in "W1 N=5 G=64", "W2 N=5 G=16 tuned", on
-// the cluster "W1 N=1 cluster G=64", "SEM N=5 G=16 n=4", "SEM N=5 G=16
-// lock" or "ELECT N=5 C=4".
+// String names the cell, as in "W1 N=5 G=64", "W2 N=5 G=16 tuned" or
+// "RW N=5 G=16".
 func (c Cell) String() string {
-	switch c.Workload {
-	case Sem:
-		if c.Permits == 0 {
-			return fmt.Sprintf("%s N=%d G=%d lock", c.Workload, c.N, c.G)
-		}
-		return fmt.Sprintf("%s N=%d G=%d n=%d", c.Workload, c.N, c.G, c.Permits)
-	case Elect:
-		return fmt.Sprintf("%s N=%d C=%d", c.Workload, c.N, c.G)
-	case RW:
+	if c.Workload == RW {
 		return c.rwString()
 	}
 	s := fmt.Sprintf("%s N=%d G=%d", c.Workload, c.N, c.G)
-	if c.Cluster {
-		s = fmt.Sprintf("%s N=%d cluster G=%d", c.Workload, c.N, c.G)
-	}
 	if contended(c.Workload) {
 		s += " " + c.Retry.String()
 	}
@@ -285,66 +209,38 @@ func (c Cell) tag() string {
 }
 
 // cells lists the cells of cfg in the order they run: for each workload,
-// those of each number of nodes, with the cluster's after the plain N = 1
-// cells (first, if N = 1 is not run). Sem and Elect run on the plain
-// servers only.
+// those of each number of nodes.
 func (cfg *Config) cells() []Cell {
 	var cells []Cell
 	for _, w := range cfg.Workloads {
-		if scaleWorkload(w) {
+		switch {
+		case scaleWorkload(w):
 			continue // not cells: see runKeys and runWaiters
-		}
-		if coordination(w) {
-			for _, n := range cfg.Nodes {
-				if w == Elect {
-					cells = append(cells, Cell{Workload: w, N: n, G: cfg.Candidates})
-					continue
-				}
-				for _, p := range cfg.Permits {
-					cells = append(cells, Cell{Workload: w, N: n, G: cfg.Contenders, Permits: p})
-				}
-			}
-			continue
-		}
-		if w == RW {
+		case w == RW:
 			cells = append(cells, cfg.rwCells()...)
 			continue
 		}
-		add := func(n int, cluster bool) {
+		for _, n := range cfg.Nodes {
 			if w == W1 {
-				gs := cfg.Goroutines
-				if cluster {
-					gs = cfg.ClusterGoroutines
+				for _, g := range cfg.Goroutines {
+					cells = append(cells, Cell{Workload: W1, N: n, G: g})
 				}
-				for _, g := range gs {
-					cells = append(cells, Cell{Workload: W1, N: n, G: g, Cluster: cluster})
-				}
-				return
+				continue
 			}
 			for _, r := range cfg.Retries {
-				cells = append(cells, Cell{Workload: w, N: n, G: cfg.Contenders, Retry: r, Cluster: cluster})
-			}
-		}
-		cluster := len(cfg.ClusterAddrs) > 0
-		if cluster && !slices.Contains(cfg.Nodes, 1) {
-			add(1, true)
-		}
-		for _, n := range cfg.Nodes {
-			add(n, false)
-			if n == 1 && cluster {
-				add(1, true)
+				cells = append(cells, Cell{Workload: w, N: n, G: cfg.Contenders, Retry: r})
 			}
 		}
 	}
 	return cells
 }
 
-// target returns the servers that cell c's clients lock on.
-func (cfg *Config) target(c Cell) target {
-	if c.Cluster {
-		return target{addrs: cfg.ClusterAddrs, cluster: true}
+// servers returns the servers' own addresses.
+func (cfg *Config) servers() []string {
+	if cfg.ServerAddrs != nil {
+		return cfg.ServerAddrs
 	}
-	return target{addrs: cfg.Addrs[:c.N]}
+	return cfg.Addrs
 }
 
 // Run measures every cell of cfg against the servers at cfg.Addrs and
@@ -354,10 +250,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	rep := &Report{Started: time.Now(), Config: cfg, Machine: DescribeMachine(), LoadStart: LoadAverage()}
-	if cfg.Network != nil {
-		rep.Network = cfg.Network.Describe()
-	}
+	rep := &Report{Started: time.Now(), Config: cfg, Machine: DescribeMachine(), LoadStart: LoadAverage(), Network: cfg.Network}
 	defer func() {
 		rep.Finished = time.Now()
 		rep.LoadEnd = LoadAverage()
@@ -365,33 +258,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := rep.countCommands(ctx); err != nil {
 		return rep, err
 	}
-	// What the network counted in each cell: it counts afresh from each
-	// call of Stats.
-	netStats := func() (NetStats, error) {
-		if cfg.Network == nil {
-			return NetStats{}, nil
-		}
-		s, err := cfg.Network.Stats()
-		if err != nil {
-			err = fmt.Errorf("network: %w", err)
-		}
-		return s, err
-	}
-	if _, err := netStats(); err != nil {
-		return rep, err
-	}
 	for _, c := range cfg.cells() {
 		rows, err := runCell(ctx, &cfg, c)
 		rep.Rows = append(rep.Rows, rows...)
 		if err != nil {
 			return rep, fmt.Errorf("%s: %w", c, err)
-		}
-		s, err := netStats()
-		if err != nil {
-			return rep, err
-		}
-		if cfg.Network != nil {
-			rep.NetCells = append(rep.NetCells, CellNetStats{Cell: c, NetStats: s})
 		}
 	}
 	if slices.Contains(cfg.Workloads, KeysWorkload) {
@@ -417,10 +288,6 @@ type gstate struct {
 	gaveUp   uint64 // acquisitions the library gave up on
 	errs     uint64 // errors other than giving up
 	firstErr error
-
-	held     time.Duration // Sem and Elect: time spent holding
-	hand     hist          // Elect: handovers, from the last leader's resign to this one's lead
-	noLeader uint64        // Elect's reader: reads that found no leader
 }
 
 // fail records an error, or a give-up when err is nil.
@@ -446,33 +313,28 @@ type libRun struct {
 
 	elapsed        time.Duration
 	mallocs, bytes uint64
+	serverCPU      time.Duration // the servers' CPU time (INFO cpu) over the slices
 	slowAbove      time.Duration // Config.SlowAbove
+	cpu            *cpuReader
 
 	// W2 only.
 	acquired    uint64 // acquisitions, counted under the lock
 	transitions uint64 // acquisitions that had a previous one in their slice
 	cross, lost uint64
 
-	// Sem and Elect only: the contenders or candidates, the reader of
-	// the leader (Elect), how many slices ran (each has keys of its own),
-	// and what the slices' coordShared counted.
-	hold        time.Duration
-	sems        []*semWorker
-	cands       []*candidate
-	reader      *candidate
-	readerState *gstate
-	slices      int
-	violations  uint64
-	rws         []*rwWorker // RW only
-	maxHeld     int32
-	handovers   uint64
+	// RW only.
+	rws        []*rwWorker
+	slices     int // slices run, each with a key of its own
+	violations uint64
 }
 
 // runCell runs every library of cfg on cell c, the libraries taking turns
 // slice by slice, and returns a row for each.
 func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
-	t := cfg.target(c)
-	s := settings{retry: c.Retry, tunedDelay: cfg.TunedDelay, ttl: cfg.TTL, quarantine: cfg.Quarantine, hold: cfg.Hold}
+	t := target(cfg.Addrs[:c.N])
+	s := settings{retry: c.Retry, tunedDelay: cfg.TunedDelay, ttl: cfg.TTL, quarantine: cfg.Quarantine}
+	cpu := newCPUReader(cfg.servers()[:c.N])
+	defer cpu.close()
 	var (
 		runs []*libRun
 		rows []Row
@@ -490,7 +352,7 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", lib, err)
 		}
-		lr.slowAbove = cfg.SlowAbove
+		lr.slowAbove, lr.cpu = cfg.SlowAbove, cpu
 		runs = append(runs, lr)
 	}
 	slice := cfg.Duration / time.Duration(cfg.Reps)
@@ -506,7 +368,7 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 	}
 	for _, lib := range cfg.Libraries {
 		i := slices.IndexFunc(runs, func(lr *libRun) bool { return lr.lib == lib })
-		if i < 0 && ownOnly(c.Workload) {
+		if i < 0 && c.Workload == RW {
 			continue // no peer offers these: no n/a rows
 		}
 		if i < 0 {
@@ -526,9 +388,6 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 // goroutine locks and unlocks a key of its own a few times, so that
 // connections are made and scripts cached before anything is measured.
 func newLibRun(ctx context.Context, lib string, c Cell, t target, s settings) (*libRun, error) {
-	if coordination(c.Workload) {
-		return newCoordRun(ctx, lib, c, t, s)
-	}
 	if c.Workload == RW {
 		return newRWRun(ctx, lib, c, t, s)
 	}
@@ -637,7 +496,6 @@ func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 			}
 		}()
 	}
-	cs := lr.startCoord(lockCtx, &ready, &done, start, &stop)
 	rs := lr.startRW(lockCtx, &ready, &done, start, &stop)
 	ready.Wait()
 	halt := func() {
@@ -656,6 +514,12 @@ func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 	defer timer.Stop()
 	watchdog := time.NewTimer(time.Hour)
 	defer watchdog.Stop()
+	cpu0, err := lr.cpu.read(ctx)
+	if err != nil {
+		halt()
+		done.Wait()
+		return err
+	}
 	runtime.GC()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
@@ -670,6 +534,11 @@ func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 	}
 	elapsed := time.Since(t0)
 	runtime.ReadMemStats(&m1)
+	cpu1, err := lr.cpu.read(ctx)
+	if err != nil {
+		return err
+	}
+	lr.serverCPU += cpu1 - cpu0
 
 	lr.elapsed += elapsed
 	lr.mallocs += m1.Mallocs - m0.Mallocs
@@ -682,12 +551,6 @@ func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 		}
 		lr.cross += sh.cross.Load()
 		lr.lost += acquired - uint64(sh.counter.Load())
-	}
-	if cs != nil {
-		lr.violations += cs.violations.Load()
-		lr.maxHeld = max(lr.maxHeld, cs.maxHeld.Load())
-		lr.handovers += cs.handovers.Load()
-		lr.cross += cs.cross.Load()
 	}
 	if rs != nil {
 		lr.violations += rs.violations.Load()
@@ -755,7 +618,7 @@ func loopW2(ctx context.Context, w worker, g *gstate, stop *atomic.Bool, sh *sha
 	}
 }
 
-// A waitClock times one contender's waits (W2, SEM, ELECT): each runs
+// A waitClock times one contender's waits (W2): each runs
 // from the end of the contender's previous release (or its start) to its
 // next grant, across every attempt the library gave up on. A wait still
 // going on when the slice ends is recorded as it stands, the time waited
@@ -830,9 +693,7 @@ func (lr *libRun) row() Row {
 	if r.Ops > 0 {
 		r.AllocsPerOp = float64(lr.mallocs) / float64(r.Ops)
 		r.BytesPerOp = float64(lr.bytes) / float64(r.Ops)
-	}
-	if coordination(lr.cell.Workload) {
-		lr.coordRow(&r, secs)
+		r.ServerCPUPerOp = lr.serverCPU / time.Duration(r.Ops)
 	}
 	if lr.cell.Workload == RW {
 		lr.rwRow(&r)

@@ -31,10 +31,6 @@ const RW = "RW"
 // rwWriteEvery makes one operation in this many a write: 5%.
 const rwWriteEvery = 20
 
-// ownOnly reports whether only this module's adapters run w: the
-// coordination workloads and RW. No n/a rows are made for the others.
-func ownOnly(w string) bool { return coordination(w) || w == RW }
-
 // rwCells returns the RW cells of cfg: for each number of nodes, the
 // read-write lock and the plain Lock beside it.
 func (cfg *Config) rwCells() []Cell {
@@ -306,20 +302,4 @@ func (r *Report) rwMarkdown(b *bytes.Buffer, rows []Row) {
 			fmtDur(row.ReadAcquire.P50), fmtDur(row.ReadAcquire.P99), fmtDur(row.WriteAcquire.P50), fmtDur(row.WriteAcquire.P99),
 			fmtDur(row.Release.P50), fmtDur(row.Release.P99), row.AllocsPerOp, row.CutOff, row.Violations, row.Errors+row.GaveUp)
 	}
-}
-
-// rwTargets checks that the RW cells saw no violation.
-func (r *Report) rwTargets() []Target {
-	var bad, cells uint64
-	for _, row := range r.Rows {
-		if row.Cell.Workload == RW && !row.NA {
-			bad += row.Violations
-			cells++
-		}
-	}
-	if cells == 0 {
-		return nil
-	}
-	return []Target{{Target: "RW: readers share and writers exclude, fences as documented", Library: "all",
-		Measured: fmt.Sprintf("%d violations in %d library-cells", bad, cells), Met: bad == 0}}
 }

@@ -12,15 +12,11 @@ import (
 	"github.com/quorumlock/redlock/redistest"
 )
 
-// TestMain fails the tests if they leave goroutines running. A test binary
-// started again by -net realistic serves the network instead.
-func TestMain(m *testing.M) {
-	bench.ServeNetworkIfChild()
-	redistest.Main(m)
-}
+// TestMain fails the tests if they leave goroutines running.
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // TestCommand runs the command end to end with a tiny configuration: it
-// starts its own servers and cluster, prints progress and the report, and
+// starts its own servers, prints progress and the report, and
 // writes the report into a file between the markers, keeping the rest of
 // the file.
 func TestCommand(t *testing.T) {
@@ -29,15 +25,12 @@ func TestCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr strings.Builder
-	args := []string{"-duration", "20ms", "-reps", "1", "-n", "1,3", "-g", "2", "-cluster-g", "3", "-count", "20", "-contenders", "2", "-retry", "tuned", "-ttl", "1s",
-		"-permits", "2,lock", "-candidates", "2", "-hold", "200us", "-out", out}
+	args := []string{"-duration", "20ms", "-reps", "1", "-n", "1,3", "-g", "2", "-count", "20", "-contenders", "2", "-retry", "tuned", "-ttl", "1s", "-out", out}
 	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	for _, want := range []string{"W2 N=3 G=2 tuned", "W2s N=3 G=2 tuned", "age past the TTL",
-		"a Redis Cluster of 3 masters", "W1 N=1 cluster G=3", "W2 N=1 cluster G=2 tuned", "W2s N=1 cluster G=2 tuned",
-		"commands per lock+release, redlock/rueidis on cluster of 3: evalsha 2.00",
-		"SEM N=3 G=2 n=2", "SEM N=1 G=2 lock", "ELECT N=3 C=2"} {
+	for _, want := range []string{"W2 N=3 G=2 tuned", "W2s N=3 G=2 tuned", "age past the TTL", "RW N=3 G=2",
+		"commands per lock+release, redlock/rueidis on 1 server: evalsha 2.00", "server CPU"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("no progress line %q:\n%s", want, stderr.String())
 		}
@@ -48,8 +41,7 @@ func TestCommand(t *testing.T) {
 	}
 	file := string(b)
 	for _, want := range []string{"prose", "### Run of", "cd bench && go run ./cmd/lockbench -duration 20ms", "#### W1", "#### W2",
-		"#### Commands per lock+release", "| 1 (cluster) | 3 | redlock/go-redis |", "| redlock/go-redis | cluster of 3 | 2.00 |",
-		"#### SEM", "| 3 | 2 | 2 | redlock/rueidis |", "| 1 | 2 | lock | redlock/go-redis |", "#### ELECT", "| 3 | 2 | redlock/rueidis |"} {
+		"#### Commands per lock+release", "| redlock/go-redis | 1 server | 2.00 |", "#### RW", "| server CPU | × redsync |"} {
 		if !strings.Contains(file, want) {
 			t.Errorf("%s has no %q:\n%s", out, want, file)
 		}
@@ -81,9 +73,6 @@ func TestCommandNet(t *testing.T) {
 			t.Errorf("the report has no %q:\n%s", want, stdout.String())
 		}
 	}
-	if strings.Contains(stderr.String(), "Redis Cluster") {
-		t.Errorf("a cluster started with -net realistic:\n%s", stderr.String())
-	}
 }
 
 // TestCommandScale runs the scale measurements small, with a W1 cell on
@@ -93,7 +82,7 @@ func TestCommandScale(t *testing.T) {
 	js := filepath.Join(dir, "run.json")
 	var stdout, stderr strings.Builder
 	args := []string{"-workloads", "W1,KEYS,WAITERS", "-keys", "300", "-fence-retention", "default,200ms", "-waiters", "40",
-		"-duration", "40ms", "-reps", "1", "-n", "1,3", "-g", "2", "-cluster=false", "-count", "0", "-ttl", "1s",
+		"-duration", "40ms", "-reps", "1", "-n", "1,3", "-g", "2", "-count", "0", "-ttl", "1s",
 		"-libs", "redlock/rueidis,redsync", "-json", js}
 	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
@@ -141,11 +130,8 @@ func TestBadFlags(t *testing.T) {
 		{"-retry", "sometimes"},
 		{"extra"},
 		{"-libs", "nope", "-n", "1"},
-		{"-cluster-g", "x"},
-		{"-permits", "x"},
 		{"-workloads", "W9", "-n", "1"},
 		{"-net", "nowhere"},
-		{"-net", "realistic", "-cluster=true"},
 		{"-net", "realistic", "-net-rtt", "x"},
 		{"-net", "realistic", "-net-stall", "9ms-1ms"},
 		{"-keys", "x"},
