@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,18 +66,6 @@ func (cc CommandCount) Scripts() float64 {
 		n += cc.Calls[name]
 	}
 	return cc.perPair(n)
-}
-
-// rounded returns the calls of each command per pair, to two decimals,
-// leaving out those that round to zero.
-func (cc CommandCount) rounded() map[string]float64 {
-	out := map[string]float64{}
-	for name, n := range cc.Calls {
-		if v := math.Round(100*cc.perPair(n)) / 100; v != 0 {
-			out[name] = v
-		}
-	}
-	return out
 }
 
 // Summary lists the commands per pair, script calls first, then by name,
