@@ -3,10 +3,7 @@ package bench
 import (
 	"context"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -62,13 +59,13 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("%d command counts, want %d", len(rep.Commands), want)
 	}
 	for _, cc := range rep.Commands {
-		if cc.Pairs != cfg.CountPairs || cc.Rejected != 0 || len(cc.Calls) == 0 {
-			t.Errorf("%s on %s: %+v", cc.Library, cc.Node, cc)
+		if cc.Pairs != cfg.CountPairs || cc.Errors != 0 || len(cc.Calls) == 0 {
+			t.Errorf("%s: %+v", cc.Library, cc)
 		}
 		// This module's client sends one script per acquire and one per
 		// release.
 		if strings.HasPrefix(cc.Library, "redlock/") && cc.Scripts() != 2 {
-			t.Errorf("%s on %s: %.2f scripts per lock+release, want 2: %s", cc.Library, cc.Node, cc.Scripts(), cc.Summary())
+			t.Errorf("%s: %.2f scripts per lock+release, want 2: %s", cc.Library, cc.Scripts(), cc.Summary())
 		}
 	}
 	for _, row := range rep.Rows {
@@ -189,15 +186,6 @@ func TestHist(t *testing.T) {
 			t.Errorf("quantile(%v) = %v, want %v within 3.5%%", q, got, want)
 		}
 	}
-	for _, d := range []time.Duration{100 * time.Microsecond, time.Millisecond, 2 * time.Millisecond} {
-		want := len(vals) - sort.Search(len(vals), func(i int) bool { return vals[i] >= d })
-		got := int(h.atLeast(d))
-		// Only the values in d's own bucket may be counted on the wrong
-		// side of d.
-		if diff := got - want; diff > want/20+5 || diff < -want/20-5 {
-			t.Errorf("atLeast(%v) = %d, want %d within a bucket", d, got, want)
-		}
-	}
 	if h.quantile(1) != vals[len(vals)-1] || h.max != vals[len(vals)-1] {
 		t.Errorf("max %v, quantile(1) %v, want %v", h.max, h.quantile(1), vals[len(vals)-1])
 	}
@@ -220,33 +208,6 @@ func TestHist(t *testing.T) {
 	h.merge(&other)
 	if h.n != uint64(len(vals))+2 || h.max != time.Hour || h.counts[0] == 0 {
 		t.Errorf("merge: n %d, max %v", h.n, h.max)
-	}
-}
-
-func TestWriteSection(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-	if err := WriteSection(path, "first\n"); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(path)
-	if want := "# Benchmarks\n\n" + BeginMarker + "\nfirst\n" + EndMarker + "\n"; string(b) != want {
-		t.Fatalf("new file:\n%s\nwant:\n%s", b, want)
-	}
-	os.WriteFile(path, []byte("intro\n"+BeginMarker+"\nold\n"+EndMarker+"\noutro\n"), 0o644)
-	if err := WriteSection(path, "new"); err != nil {
-		t.Fatal(err)
-	}
-	b, _ = os.ReadFile(path)
-	if want := "intro\n" + BeginMarker + "\nnew\n" + EndMarker + "\noutro\n"; string(b) != want {
-		t.Fatalf("replaced:\n%s\nwant:\n%s", b, want)
-	}
-	os.WriteFile(path, []byte("no markers\n"), 0o644)
-	if err := WriteSection(path, "appended"); err != nil {
-		t.Fatal(err)
-	}
-	b, _ = os.ReadFile(path)
-	if want := "no markers\n\n" + BeginMarker + "\nappended\n" + EndMarker + "\n"; string(b) != want {
-		t.Fatalf("appended:\n%s\nwant:\n%s", b, want)
 	}
 }
 

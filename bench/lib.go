@@ -25,10 +25,13 @@ type Retry int
 const (
 	// RetryDefault is the library as shipped.
 	RetryDefault Retry = iota
-	// RetryTuned is a low retry delay, Config.TunedDelay, and as many
-	// tries as fit in a TTL.
+	// RetryTuned is a low retry delay, tunedDelay, and as many tries as
+	// fit in a TTL.
 	RetryTuned
 )
+
+// tunedDelay is the retry delay of RetryTuned.
+const tunedDelay = time.Millisecond
 
 // String returns "default" or "tuned".
 func (r Retry) String() string {
@@ -75,18 +78,6 @@ func supports(lib string, c Cell) bool {
 	return lib != LibBSM || c.N == 1
 }
 
-// A target is the addresses of the servers a cell's clients lock on,
-// each a node.
-type target []string
-
-// String describes t, as in "1 server" or "5 servers".
-func (t target) String() string {
-	if len(t) == 1 {
-		return "1 server"
-	}
-	return fmt.Sprintf("%d servers", len(t))
-}
-
 // rawDefaultDelay is the raw floor's retry delay when it is not tuned: the
 // mean pause between attempts, drawn from [d/2, 3d/2) as the Redis page on
 // distributed locks suggests (a "random delay").
@@ -95,7 +86,6 @@ const rawDefaultDelay = 50 * time.Millisecond
 // settings is what a library's client is opened with.
 type settings struct {
 	retry      Retry
-	tunedDelay time.Duration
 	ttl        time.Duration
 	quarantine bool // redlock: restart quarantine on (the default)
 }
@@ -120,11 +110,15 @@ type worker interface {
 	unlock(ctx context.Context) error
 }
 
-// open connects library lib to the servers of t.
-func open(lib string, t target, s settings) (client, error) {
+// open connects library lib to the servers at t, a node each.
+func open(lib string, t []string, s settings) (client, error) {
 	switch lib {
 	case LibRedlockGoRedis, LibRedlockRueidis:
-		return openRedlock(lib, t, s)
+		c, err := openRedlock(lib, t, s)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return c, nil
 	case LibRedsync, LibRedsyncFast:
 		return openRedsync(t, s, lib == LibRedsyncFast), nil
 	case LibBSM:
@@ -154,45 +148,53 @@ func closeAll[T closer](cs []T) error {
 // --- redlock ---------------------------------------------------------------
 
 type redlockClient struct {
-	c     *redlock.Client
-	nodes []closer // the nodes, and the clients given to New
-	ttl   time.Duration
+	c    *redlock.Client
+	done func() error // closes c and its nodes
+	ttl  time.Duration
 }
 
 // openRedlock opens this module's client through the adapter lib names,
-// one node per server from the adapter's Dial, with the default options,
-// or with the restart quarantine off if s says so. With it on, the servers
-// must be older than the TTL to vote.
-func openRedlock(lib string, t target, s settings) (*redlockClient, error) {
-	rc := &redlockClient{ttl: s.ttl}
-	var nodes []redlock.Node
-	for _, a := range t {
-		n, err := DialNode(lib, a)
-		if err != nil {
-			closeAll(rc.nodes)
-			return nil, err
-		}
-		rc.nodes = append(rc.nodes, n)
-		nodes = append(nodes, n)
-	}
+// with the default options, or with the restart quarantine off if s says
+// so. With it on, the servers must be older than the TTL to vote.
+func openRedlock(lib string, t []string, s settings) (*redlockClient, error) {
 	opts := &redlock.Options{DisableQuarantine: !s.quarantine}
 	if s.retry == RetryTuned {
-		opts.RetryDelay = s.tunedDelay
+		opts.RetryDelay = tunedDelay
+	}
+	c, closeC, err := dialRedlock(lib, t, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &redlockClient{c: c, done: closeC, ttl: s.ttl}, nil
+}
+
+func (rc *redlockClient) close() error { return rc.done() }
+
+// dialRedlock makes a client of lib over the servers at addrs, a node
+// each from the adapter's Dial, and a function that closes it and its
+// nodes.
+func dialRedlock(lib string, addrs []string, opts *redlock.Options) (*redlock.Client, func() error, error) {
+	var nodes []redlock.Node
+	var dialed []DialedNode
+	for _, a := range addrs {
+		n, err := DialNode(lib, a)
+		if err != nil {
+			closeAll(dialed)
+			return nil, nil, err
+		}
+		nodes, dialed = append(nodes, n), append(dialed, n)
 	}
 	c, err := redlock.New(nodes, opts)
 	if err != nil {
-		closeAll(rc.nodes)
-		return nil, err
+		closeAll(dialed)
+		return nil, nil, err
 	}
-	rc.c = c
-	return rc, nil
+	return c, func() error { c.Close(); return closeAll(dialed) }, nil
 }
 
 func (rc *redlockClient) worker(keys []string) worker {
 	return &redlockWorker{c: rc.c, keys: keys, ttl: rc.ttl}
 }
-
-func (rc *redlockClient) close() error { return closeAll(rc.nodes) }
 
 type redlockWorker struct {
 	c    *redlock.Client
@@ -232,7 +234,7 @@ type redsyncClient struct {
 // each with go-redis's default options. With failFast, its rounds end as soon as a quorum
 // has granted (or refused), as WithFailFast(true) has them; by default
 // they wait for every node.
-func openRedsync(t target, s settings, failFast bool) *redsyncClient {
+func openRedsync(t []string, s settings, failFast bool) *redsyncClient {
 	rc := &redsyncClient{opts: []redsync.Option{redsync.WithExpiry(s.ttl)}, failFast: failFast}
 	if failFast {
 		rc.opts = append(rc.opts, redsync.WithFailFast(true))
@@ -245,8 +247,8 @@ func openRedsync(t target, s settings, failFast bool) *redsyncClient {
 	}
 	if s.retry == RetryTuned {
 		rc.opts = append(rc.opts,
-			redsync.WithRetryDelay(s.tunedDelay),
-			redsync.WithTries(max(1, int(s.ttl/s.tunedDelay))))
+			redsync.WithRetryDelay(tunedDelay),
+			redsync.WithTries(max(1, int(s.ttl/tunedDelay))))
 	}
 	rc.rs = redsync.New(pools...)
 	return rc
@@ -334,14 +336,13 @@ type bsmClient struct {
 }
 
 // openBSM opens bsm/redislock over one go-redis client with default
-// options. Its default is not to
-// retry; tuned, it retries every Config.TunedDelay (LinearBackoff) until
-// the TTL has passed.
-func openBSM(t target, s settings) *bsmClient {
+// options. Its default is not to retry; tuned, it retries every
+// tunedDelay (LinearBackoff) until the TTL has passed.
+func openBSM(t []string, s settings) *bsmClient {
 	rc := redis.NewClient(&redis.Options{Addr: t[0]})
 	c := &bsmClient{rc: rc, c: redislock.New(rc), ttl: s.ttl}
 	if s.retry == RetryTuned {
-		c.opts = &redislock.Options{RetryStrategy: redislock.LinearBackoff(s.tunedDelay)}
+		c.opts = &redislock.Options{RetryStrategy: redislock.LinearBackoff(tunedDelay)}
 	}
 	return c
 }
@@ -392,7 +393,7 @@ type rawClient struct {
 	delay   time.Duration
 }
 
-func openRaw(t target, s settings) (*rawClient, error) {
+func openRaw(t []string, s settings) (*rawClient, error) {
 	sum := sha1.Sum([]byte(rawRelease))
 	c := &rawClient{
 		sha:    hex.EncodeToString(sum[:]),
@@ -401,7 +402,7 @@ func openRaw(t target, s settings) (*rawClient, error) {
 		delay:  rawDefaultDelay,
 	}
 	if s.retry == RetryTuned {
-		c.delay = s.tunedDelay
+		c.delay = tunedDelay
 	}
 	ctx := context.Background()
 	for _, a := range t {
@@ -540,7 +541,7 @@ type floorClient struct {
 	late    sync.WaitGroup // the requests still out after their round ended
 }
 
-func openFloor(t target, s settings) *floorClient {
+func openFloor(t []string, s settings) *floorClient {
 	c := &floorClient{quorum: len(t)/2 + 1, ttl: s.ttl}
 	for _, a := range t {
 		c.clients = append(c.clients, redis.NewClient(&redis.Options{Addr: a}))

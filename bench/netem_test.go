@@ -30,17 +30,6 @@ func TestNetConfigRTT(t *testing.T) {
 			t.Errorf("%q has no %q", d, want)
 		}
 	}
-	for _, bad := range []NetConfig{
-		{MinRTT: time.Millisecond, MaxRTT: time.Microsecond},
-		{Jitter: -1},
-		{StallNode: 6, StallEvery: time.Second, StallMin: 1, StallMax: 1},
-		{StallNode: 1, StallEvery: time.Second},
-		{StallNode: 1, StallEvery: time.Second, StallMin: 2, StallMax: 1},
-	} {
-		if bad.validate(5) == nil {
-			t.Errorf("%+v: valid", bad)
-		}
-	}
 }
 
 // TestNetwork checks that each proxy holds a command for at least its
@@ -79,7 +68,7 @@ func TestNetwork(t *testing.T) {
 			t.Errorf("server 1 never stalled in 50 round trips with a stall every %v", cfg.StallEvery)
 		}
 	}
-	if _, err := StartNetwork(servers, NetConfig{MinRTT: 2, MaxRTT: 1}); err == nil {
+	if _, err := StartNetwork(servers, NetConfig{StallNode: 4}); err == nil {
 		t.Error("a bad configuration started")
 	}
 }
@@ -97,7 +86,7 @@ func TestSmokeNetwork(t *testing.T) {
 	}
 	defer n.Close()
 	cfg := DefaultConfig()
-	cfg.Addrs, cfg.Network, cfg.SlowAbove = n.Addrs(), n.Describe(), nc.StallMin
+	cfg.Addrs, cfg.Network = n.Addrs(), n.Describe()
 	for _, s := range servers {
 		cfg.ServerAddrs = append(cfg.ServerAddrs, s.Addr())
 	}
@@ -125,15 +114,12 @@ func TestSmokeNetwork(t *testing.T) {
 		if row.Ops == 0 || a.P50 < nc.MinRTT || a.P50 > a.P99 || a.P99 > a.P999 || a.P999 > a.Max {
 			t.Errorf("%s %s: %d ops, acquire %+v", row.Cell, row.Library, row.Ops, a)
 		}
-		if row.SlowAbove != nc.StallMin || row.SlowShare < 0 || row.SlowShare > 1 || row.SlowAcquires > 0 && a.Max < nc.StallMin*96/100 {
-			t.Errorf("%s %s: %d acquires of at least %v (%.2f%%), max %v", row.Cell, row.Library, row.SlowAcquires, row.SlowAbove, 100*row.SlowShare, a.Max)
-		}
 		if row.ServerCPUPerOp <= 0 {
 			t.Errorf("%s %s: server CPU %v per pair", row.Cell, row.Library, row.ServerCPUPerOp)
 		}
 	}
 	md := rep.Markdown()
-	for _, want := range []string{"- Network: each server behind a delay proxy", "| acquire ≥ 5.00ms |", "| 3 | 2 | quorum floor |", "| 3 | 2 | redsync/failfast |"} {
+	for _, want := range []string{"- Network: each server behind a delay proxy", "| 3 | 2 | quorum floor |", "| 3 | 2 | redsync/failfast |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report has no %q:\n%s", want, md)
 		}

@@ -2,10 +2,11 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -39,30 +40,21 @@ type Row struct {
 	// measured slices (INFO cpu, system and user, summed over the servers)
 	// divided by Ops.
 	ServerCPUPerOp time.Duration
-	// SlowAcquires are, in W1 with Config.SlowAbove set, the lock calls
-	// that took at least SlowAbove, and SlowShare their share of all.
-	SlowAbove    time.Duration
-	SlowAcquires uint64
-	SlowShare    float64
-	GaveUp       uint64 // acquisitions the library gave up on
-	Errors       uint64 // any other failure
-	FirstError   string
+	GaveUp         uint64 // acquisitions the library gave up on
+	Errors         uint64 // any other failure
+	FirstError     string
+	CutOff         uint64 // W2, RW: waits cut off by the end of a slice
 
 	// W2 only.
 	Acquisitions uint64  // counted under the lock
-	CutOff       uint64  // waits cut off by the end of a slice
 	Cross        uint64  // acquisitions by another contender than the previous holder
-	CrossPerSec  float64 // Cross per second of measured time
 	HandoffShare float64 // Cross / acquisitions that had a predecessor
 	BusiestShare float64 // the most acquisitions by one contender / all acquisitions
 	LostUpdates  uint64  // increments of the protected counter lost to an overlap
 
-	// Violations counts, in RW, holds that broke the read-write lock's
-	// rule (see rwRule); it must be 0.
-	Violations uint64
-
-	// RW only (Violations too): the pairs of each kind, and the
-	// acquisitions' latencies of each kind; Acquire has both.
+	// RW only: holds that broke rwRule (it must be 0), the pairs of each
+	// kind, and the acquisitions' latencies of each kind.
+	Violations                uint64
 	ReadOps, WriteOps         uint64
 	ReadAcquire, WriteAcquire latencies
 }
@@ -89,8 +81,8 @@ type Report struct {
 	Waiters []WaiterMem
 }
 
-// Find returns the row of lib in cell c.
-func (r *Report) Find(c Cell, lib string) (Row, bool) {
+// find returns the row of lib in cell c.
+func (r *Report) find(c Cell, lib string) (Row, bool) {
 	for _, row := range r.Rows {
 		if row.Cell == c && row.Library == lib && !row.NA {
 			return row, true
@@ -100,90 +92,81 @@ func (r *Report) Find(c Cell, lib string) (Row, bool) {
 }
 
 // Failures returns an error for every row with errors, give-ups in W1,
-// or lost updates; nil when there are none.
+// lost updates or violations; nil when there are none.
 func (r *Report) Failures() error {
 	var errs []error
 	for _, row := range r.Rows {
-		if row.NA {
-			continue
-		}
-		if row.Errors > 0 {
-			errs = append(errs, fmt.Errorf("%s %s: %d errors, the first: %s", row.Cell, row.Library, row.Errors, row.FirstError))
-		}
-		if row.Cell.Workload == W1 && row.GaveUp > 0 {
-			errs = append(errs, fmt.Errorf("%s %s: gave up %d times without contention", row.Cell, row.Library, row.GaveUp))
-		}
-		if row.LostUpdates > 0 {
-			errs = append(errs, fmt.Errorf("%s %s: %d lost updates", row.Cell, row.Library, row.LostUpdates))
-		}
-		if row.Violations > 0 {
-			errs = append(errs, fmt.Errorf("%s %s: %d violations (%s)", row.Cell, row.Library, row.Violations, rwRule))
+		for _, f := range []struct {
+			n    uint64
+			what string
+		}{
+			{row.Errors, "errors, the first: " + row.FirstError},
+			{row.GaveUp * btou(row.Cell.Workload == W1), "give-ups without contention"},
+			{row.LostUpdates, "lost updates"},
+			{row.Violations, "violations (" + rwRule + ")"},
+		} {
+			if f.n > 0 {
+				errs = append(errs, fmt.Errorf("%s %s: %d %s", row.Cell, row.Library, f.n, f.what))
+			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// ratio returns a/b, +Inf when only b is 0, and NaN when both are.
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		if a == 0 {
-			return math.NaN()
-		}
-		return math.Inf(1)
+func btou(b bool) uint64 { return uint64(btoi(b)) }
+
+// share returns part/whole, 0 when whole is 0.
+func share(part, whole uint64) float64 {
+	if whole == 0 {
+		return 0
 	}
-	return a / b
+	return float64(part) / float64(whole)
 }
 
-func fmtRatio(x float64) string {
-	switch {
-	case math.IsNaN(x):
-		return "?"
-	case math.IsInf(x, 1):
-		return "∞"
-	case x >= 100:
-		return fmt.Sprintf("%.0f", x)
-	case x >= 10:
-		return fmt.Sprintf("%.1f", x)
+// fmtRatio formats a/b, or "" when b is 0.
+func fmtRatio(a, b float64) string {
+	if b == 0 {
+		return ""
 	}
-	return fmt.Sprintf("%.2f", x)
+	return fmt.Sprintf("%.3g", a/b)
 }
 
 // fmtDur formats d with three significant digits or so.
 func fmtDur(d time.Duration) string {
-	num := func(v float64, unit string) string {
-		switch {
-		case v >= 99.95:
-			return fmt.Sprintf("%.0f%s", v, unit)
-		case v >= 9.995:
-			return fmt.Sprintf("%.1f%s", v, unit)
-		}
-		return fmt.Sprintf("%.2f%s", v, unit)
-	}
+	v, unit := float64(d), "ns"
 	switch {
 	case d <= 0:
 		return "0"
 	case d < time.Microsecond:
 		return fmt.Sprintf("%dns", int64(d))
 	case d < 999950*time.Nanosecond:
-		return num(float64(d)/1e3, "µs")
+		v, unit = v/1e3, "µs"
 	case d < 999950*time.Microsecond:
-		return num(float64(d)/1e6, "ms")
+		v, unit = v/1e6, "ms"
+	default:
+		v, unit = v/1e9, "s"
 	}
-	return num(d.Seconds(), "s")
+	digits := 2
+	if v >= 99.95 {
+		digits = 0
+	} else if v >= 9.995 {
+		digits = 1
+	}
+	return fmt.Sprintf("%.*f%s", digits, v, unit)
 }
 
 // progress is the one-line summary of a row printed as the run goes.
 func (row Row) progress() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-17s %-16s %8.0f ops/s  acquire p50 %-7s p99 %-7s p999 %-7s release p50 %-7s %6.1f allocs/op  server CPU %s/pair",
+	fmt.Fprintf(&b, "%-17s %-16s %8.0f pairs/s  acquire p50 %-7s p99 %-7s p999 %-7s release p50 %-7s %6.1f allocs/op  server CPU %s/pair",
 		row.Cell, row.Library, row.OpsPerSec, fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.P999),
 		fmtDur(row.Release.P50), row.AllocsPerOp, fmtDur(row.ServerCPUPerOp))
-	if row.Cell.Workload == RW {
-		row.rwProgress(&b)
-	}
-	if contended(row.Cell.Workload) {
-		fmt.Fprintf(&b, "  cross %.1f/s handoff %.0f%% busiest %.1f%% gave-up %d cut-off %d lost %d",
-			row.CrossPerSec, 100*row.HandoffShare, 100*row.BusiestShare, row.GaveUp, row.CutOff, row.LostUpdates)
+	switch {
+	case row.Cell.Workload == RW:
+		fmt.Fprintf(&b, "  reads %d writes %d cut-off %d violations %d", row.ReadOps, row.WriteOps, row.CutOff, row.Violations)
+	case contended(row.Cell.Workload):
+		fmt.Fprintf(&b, "  handoff %.0f%% busiest %.1f%% gave-up %d cut-off %d lost %d",
+			100*row.HandoffShare, 100*row.BusiestShare, row.GaveUp, row.CutOff, row.LostUpdates)
 	}
 	if row.Errors > 0 {
 		fmt.Fprintf(&b, "  ERRORS %d: %s", row.Errors, row.FirstError)
@@ -191,106 +174,104 @@ func (row Row) progress() string {
 	return b.String()
 }
 
-// Markdown renders the report: when and where it ran, the targets, and a
-// table for each workload.
+// textColumns are the columns of the tables that are left-aligned.
+var textColumns = []string{"library", "clients", "retry", "lock", "commands per pair", "retention", "load"}
+
+// table writes a Markdown table under a heading and a note, if it has
+// rows. Each row is its cells joined by "|"; a row shorter than the
+// header is filled with empty cells.
+func table(b *bytes.Buffer, title, note, header string, rows []string) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n#### %s\n\n%s\n\n", title, note)
+	cols := strings.Split(header, "|")
+	align := make([]string, len(cols))
+	for i, c := range cols {
+		align[i] = "--:"
+		if slices.Contains(textColumns, c) {
+			align[i] = "---"
+		}
+	}
+	b.WriteString("| " + strings.Join(cols, " | ") + " |\n|" + strings.Join(align, "|") + "|\n")
+	for _, r := range rows {
+		cells := strings.Split(r, "|")
+		cells = append(cells, make([]string, max(len(cols)-len(cells), 0))...)
+		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	}
+}
+
+// Markdown renders the report: when and where it ran, and a table for
+// each workload.
 func (r *Report) Markdown() string {
 	var b bytes.Buffer
-	cfg := r.Config
-	m := r.Machine
+	cfg, m := r.Config, r.Machine
 	fmt.Fprintf(&b, "### Run of %s\n\n", r.Started.UTC().Format("2006-01-02 15:04 MST"))
 	if r.Command != "" {
 		fmt.Fprintf(&b, "- Command: `%s`\n", r.Command)
 	}
 	fmt.Fprintf(&b, "- Machine: %s, %d logical CPUs (GOMAXPROCS %d), %s/%s, kernel %s; %s; redis-server %s; load average %s at the start, %s at the end\n",
-		m.CPU, m.Cores, m.GOMAXPROCS, m.OS, m.Arch, m.Kernel, m.Go, m.Redis, orQ(r.LoadStart), orQ(r.LoadEnd))
+		m.CPU, m.Cores, m.GOMAXPROCS, m.OS, m.Arch, m.Kernel, m.Go, m.Redis, r.LoadStart, r.LoadEnd)
 	if r.Network != "" {
 		fmt.Fprintf(&b, "- Network: %s.\n", r.Network)
 	}
-	if len(r.Rows) > 0 {
-		fmt.Fprintf(&b, "- Each library ran %v per cell in %d interleaved slices of %v; TTL %v; tuned retry delay %v; the run took %v.\n",
-			cfg.Duration, cfg.Reps, cfg.Duration/time.Duration(max(cfg.Reps, 1)), cfg.TTL, cfg.TunedDelay, r.Finished.Sub(r.Started).Round(time.Second))
-	} else {
-		fmt.Fprintf(&b, "- No table cells ran; TTL %v; the run took %v.\n", cfg.TTL, r.Finished.Sub(r.Started).Round(time.Second))
-	}
+	fmt.Fprintf(&b, "- Each library ran %v per cell in %d interleaved slices; TTL %v; tuned retry delay %v; the run took %v.\n",
+		cfg.Duration, cfg.Reps, cfg.TTL, tunedDelay, r.Finished.Sub(r.Started).Round(time.Second))
 
-	if len(r.Commands) > 0 {
-		fmt.Fprintf(&b, "\n#### Commands per lock+release\n\n"+
-			"What the node's servers did while each library made %d lock+release pairs, one at a time, on %d keys it had locked once before, "+
-			"summed over the servers: round trips are the reads from client connections (INFO stats total_reads_processed), one per request "+
-			"with one request in flight; commands are the calls of each command (INFO commandstats), those the client sent and those its scripts ran; "+
-			"µs in scripts is the servers' time in script commands (their usec), the commands they ran included.\n\n",
-			r.Commands[0].Pairs, keysPerWorker)
-		b.WriteString("| library | node | round trips per pair | commands per pair | µs in scripts per pair | refused | failed |\n|---|---|--:|---|--:|--:|--:|\n")
-		for _, cc := range r.Commands {
-			fmt.Fprintf(&b, "| %s | %s | %.2f | %s | %.1f | %d | %d |\n", cc.Library, cc.Node, cc.RoundTrips(), cc.Summary(), cc.ScriptMicros(), cc.Rejected, cc.Failed)
-		}
+	var cmds []string
+	for _, cc := range r.Commands {
+		cmds = append(cmds, fmt.Sprintf("%s|%.2f|%s|%.1f|%d", cc.Library, cc.perPair(cc.Reads), cc.Summary(), cc.perPair(cc.ScriptUsec), cc.Errors))
 	}
+	table(&b, "Commands per lock+release", fmt.Sprintf("What the first server did while each library made %d lock+release pairs, one at a time, on %d keys it had locked once before: "+
+		"round trips are the reads from client connections (INFO stats total_reads_processed); commands are the calls of each command (INFO commandstats), "+
+		"those the client sent and those its scripts ran; µs in scripts is the server's time in script commands, the commands they ran included.", cfg.CountPairs, keysPerWorker),
+		"library|round trips per pair|commands per pair|µs in scripts per pair|errors", cmds)
 
-	b.WriteString("\nServer CPU is the CPU time the cell's servers used while it ran (INFO cpu, used_cpu_sys and used_cpu_user, summed over the servers) per lock+release pair.\n")
-	var w1, w2, rw []Row
+	var w1, w2, rw []string
 	for _, row := range r.Rows {
-		switch row.Cell.Workload {
-		case W1:
-			w1 = append(w1, row)
-		case RW:
-			rw = append(rw, row)
-		default:
-			w2 = append(w2, row)
-		}
-	}
-	clients := map[string]string{W2: "own", W2Shared: "shared"}
-	if len(w1) > 0 {
-		b.WriteString("\n#### W1: uncontended (G goroutines share one client, each on its own keys)\n\n")
-		// With Config.SlowAbove, a column of the share of lock calls that
-		// took at least that long.
-		slowHead, slowAlign, slowNA := "", "", ""
-		if cfg.SlowAbove > 0 {
-			slowHead, slowAlign, slowNA = fmt.Sprintf(" acquire ≥ %s |", fmtDur(cfg.SlowAbove)), "--:|", " |"
-		}
-		b.WriteString("| N | G | library | ops/s | × redsync | acquire p50 | p99 | p999 | max |" + slowHead + " release p50 | p99 | server CPU | × redsync | allocs/op | B/op | errors |\n")
-		b.WriteString("|--:|--:|---|--:|--:|--:|--:|--:|--:|" + slowAlign + "--:|--:|--:|--:|--:|--:|--:|\n")
-		for _, row := range w1 {
-			c := row.Cell
-			if row.NA {
-				fmt.Fprintf(&b, "| %d | %d | %s | n/a | | | | | |%s | | | | | | |\n", c.N, c.G, row.Library, slowNA)
-				continue
-			}
-			vs, cpuVs := "", ""
-			if p, ok := r.Find(c, LibRedsync); ok {
-				vs = fmtRatio(ratio(row.OpsPerSec, p.OpsPerSec))
-				cpuVs = fmtRatio(ratio(float64(row.ServerCPUPerOp), float64(p.ServerCPUPerOp)))
-			}
-			slow := ""
-			if cfg.SlowAbove > 0 {
-				slow = fmt.Sprintf(" %.2f%% |", 100*row.SlowShare)
-			}
-			fmt.Fprintf(&b, "| %d | %d | %s | %.0f | %s | %s | %s | %s | %s |%s %s | %s | %s | %s | %.1f | %.0f | %d |\n",
-				c.N, c.G, row.Library, row.OpsPerSec, vs,
-				fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.P999), fmtDur(row.Acquire.Max), slow,
-				fmtDur(row.Release.P50), fmtDur(row.Release.P99), fmtDur(row.ServerCPUPerOp), cpuVs,
-				row.AllocsPerOp, row.BytesPerOp, row.Errors+row.GaveUp)
-		}
-	}
-	if len(w2) > 0 {
-		b.WriteString("\n#### W2: contended (G contenders on one key, each with its own client as processes would have, or sharing one as goroutines of one process)\n\n")
-		b.WriteString("| N | G | clients | retry | library | ops/s | acquire p50 | p99 | max | release p50 | p99 | server CPU | allocs/op | B/op | handoff share | cross/s | busiest share | gave up | waits cut off | lost updates | errors |\n")
-		b.WriteString("|--:|--:|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-		for _, row := range w2 {
-			c := row.Cell
-			if row.NA {
-				fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | n/a | | | | | | | | | | | | | | | |\n", c.N, c.G, clients[c.Workload], c.Retry, row.Library)
-				continue
-			}
-			fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %.1f | %.0f | %.1f%% | %.1f | %.1f%% | %d | %d | %d | %d |\n",
-				c.N, c.G, clients[c.Workload], c.Retry, row.Library, row.OpsPerSec,
-				fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.Max),
+		c := row.Cell
+		switch {
+		case c.Workload == W1 && row.NA:
+			w1 = append(w1, fmt.Sprintf("%d|%d|%s|n/a", c.N, c.G, row.Library))
+		case c.Workload == W1:
+			p, _ := r.find(c, LibRedsync)
+			w1 = append(w1, fmt.Sprintf("%d|%d|%s|%.0f|%s|%s|%s|%s|%s|%s|%s|%s|%s|%.1f|%.0f|%d",
+				c.N, c.G, row.Library, row.OpsPerSec, fmtRatio(row.OpsPerSec, p.OpsPerSec),
+				fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.P999), fmtDur(row.Acquire.Max),
 				fmtDur(row.Release.P50), fmtDur(row.Release.P99), fmtDur(row.ServerCPUPerOp),
-				row.AllocsPerOp, row.BytesPerOp,
-				100*row.HandoffShare, row.CrossPerSec, 100*row.BusiestShare,
-				row.GaveUp, row.CutOff, row.LostUpdates, row.Errors)
+				fmtRatio(float64(row.ServerCPUPerOp), float64(p.ServerCPUPerOp)), row.AllocsPerOp, row.BytesPerOp, row.Errors+row.GaveUp))
+		case c.Workload == RW:
+			m := c
+			m.Mutex = true
+			p, _ := r.find(m, row.Library)
+			secs := max(row.Elapsed.Seconds(), 1e-9)
+			rw = append(rw, fmt.Sprintf("%d|%d|%s|%s|%.0f|%s|%.0f|%.0f|%s|%s|%s|%s|%s|%s|%.1f|%d|%d|%d",
+				c.N, c.G, c.rwKind(), row.Library, row.OpsPerSec, fmtRatio(row.OpsPerSec, p.OpsPerSec*btof(!c.Mutex)),
+				float64(row.ReadOps)/secs, float64(row.WriteOps)/secs,
+				fmtDur(row.ReadAcquire.P50), fmtDur(row.ReadAcquire.P99), fmtDur(row.WriteAcquire.P50), fmtDur(row.WriteAcquire.P99),
+				fmtDur(row.Release.P50), fmtDur(row.Release.P99), row.AllocsPerOp, row.CutOff, row.Violations, row.Errors+row.GaveUp))
+		default:
+			cells := fmt.Sprintf("%d|%d|%s|%s|%s|", c.N, c.G, map[string]string{W2: "own", W2Shared: "shared"}[c.Workload], c.Retry, row.Library)
+			if row.NA {
+				w2 = append(w2, cells+"n/a")
+				continue
+			}
+			w2 = append(w2, cells+fmt.Sprintf("%.0f|%s|%s|%s|%s|%s|%s|%.1f|%.0f|%.1f%%|%.1f%%|%d|%d|%d|%d",
+				row.OpsPerSec, fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.Max),
+				fmtDur(row.Release.P50), fmtDur(row.Release.P99), fmtDur(row.ServerCPUPerOp), row.AllocsPerOp, row.BytesPerOp,
+				100*row.HandoffShare, 100*row.BusiestShare, row.GaveUp, row.CutOff, row.LostUpdates, row.Errors))
 		}
 	}
-	r.rwMarkdown(&b, rw)
+	const cpuNote = "Server CPU is the CPU time the cell's servers used while it ran (INFO cpu, used_cpu_sys and used_cpu_user, summed over the servers) per lock+release pair."
+	table(&b, "W1: uncontended (G goroutines share one client, each on its own keys)", cpuNote,
+		"N|G|library|pairs/s|× redsync|acquire p50|p99|p999|max|release p50|p99|server CPU|× redsync|allocs/op|B/op|errors", w1)
+	table(&b, "W2: contended (G contenders on one key, each with its own client as processes would have, or sharing one as goroutines of one process)",
+		cpuNote+" A contender's acquire latency is its whole wait, from its previous release to holding the lock. Handoff share: the acquisitions by another contender than the last holder.",
+		"N|G|clients|retry|library|pairs/s|acquire p50|p99|max|release p50|p99|server CPU|allocs/op|B/op|handoff share|busiest share|gave up|waits cut off|lost updates|errors", w2)
+	table(&b, fmt.Sprintf("RW: a read-mostly mix on one key (G goroutines share one client; 1 operation in %d a write; lock: every operation a plain Lock)", rwWriteEvery),
+		"No peer library offers a read-write lock over N masters. × lock is the pairs/s against the plain Lock's in the cell beside it; "+
+			"a read or write is timed from the call to its return, the wait included; violations count "+rwRule+", and must be 0.",
+		"N|G|lock|library|pairs/s|× lock|reads/s|writes/s|read p50|p99|write p50|p99|release p50|p99|allocs/op|waits cut off|violations|errors", rw)
 	r.scaleMarkdown(&b)
 	var errs []string
 	for _, row := range r.Rows {
@@ -304,47 +285,37 @@ func (r *Report) Markdown() string {
 	return b.String()
 }
 
-// share returns part/whole, 0 when whole is 0.
-func share(part, whole uint64) float64 {
-	if whole == 0 {
-		return 0
-	}
-	return float64(part) / float64(whole)
-}
+func btof(b bool) float64 { return float64(btoi(b)) }
 
-func orQ(s string) string {
-	if s == "" {
-		return "?"
-	}
-	return s
-}
-
-// The markers between which WriteSection puts a report.
-const (
-	BeginMarker = "<!-- lockbench:begin -->"
-	EndMarker   = "<!-- lockbench:end -->"
-)
-
-// WriteSection puts section into the file at path between BeginMarker and
-// EndMarker, replacing what was there, so that the text around the markers
-// is kept. A file without the markers gets them, with the section, at its
-// end; a missing file is created with a title.
-func WriteSection(path, section string) error {
-	old, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+// WriteJSON writes the report to path as JSON, for drawing plots later
+// from several runs (ReadReports, Figures).
+func (r *Report) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "\t")
+	if err != nil {
 		return err
 	}
-	block := BeginMarker + "\n" + strings.TrimRight(section, "\n") + "\n" + EndMarker
-	text := string(old)
-	i := strings.Index(text, BeginMarker)
-	j := strings.Index(text, EndMarker)
-	switch {
-	case i >= 0 && j > i:
-		text = text[:i] + block + text[j+len(EndMarker):]
-	case len(old) == 0:
-		text = "# Benchmarks\n\n" + block + "\n"
-	default:
-		text = strings.TrimRight(text, "\n") + "\n\n" + block + "\n"
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReadReports reads reports that WriteJSON wrote.
+func ReadReports(paths []string) ([]*Report, error) {
+	var reps []*Report
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		r := new(Report)
+		if err := json.Unmarshal(b, r); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		reps = append(reps, r)
 	}
-	return os.WriteFile(path, []byte(text), 0o644)
+	return reps, nil
+}
+
+// Stalls reports whether the report's run had a simulated network with a
+// stalling server.
+func (r *Report) Stalls() bool {
+	return r.Network != "" && !strings.HasSuffix(r.Network, "; no stalls")
 }

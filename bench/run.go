@@ -26,9 +26,11 @@ const (
 	W2Shared = "W2s"
 )
 
-// Workloads returns the names of every workload, in the order a full run
-// runs them.
+// Workloads returns the names of every workload of a full run, in order.
 func Workloads() []string { return []string{W1, W2, W2Shared, RW} }
+
+// allWorkloads are those of a full run and those it leaves out.
+var allWorkloads = append(Workloads(), KeysWorkload, WaitersWorkload)
 
 // contended reports whether w is W2 or W2Shared.
 func contended(w string) bool { return w == W2 || w == W2Shared }
@@ -42,78 +44,57 @@ type Config struct {
 	// nodes uses the first N. There must be at least max(Nodes).
 	Addrs []string
 	// ServerAddrs, if set, are the servers' own addresses when Addrs are
-	// proxies in front of them (see StartNetwork): INFO cpu is read there.
+	// proxies in front of them (see StartNetwork): INFO is read there.
 	ServerAddrs []string
 	// Network describes the simulated network between the clients and the
 	// servers, or is empty on loopback.
 	Network string `json:"-"`
-	// CountPairs is how many lock+release pairs each library makes, one
-	// at a time, on the first server, while the
-	// servers count the commands they run (see CommandCount); 0 counts
-	// nothing.
+	// CountPairs is how many lock+release pairs each library makes on
+	// the first server while it counts the commands (see CommandCount);
+	// 0 counts nothing.
 	CountPairs int
-	// Duration is the measured time of each library in each cell. It is
-	// split into Reps slices, and the libraries of a cell take turns
-	// slice by slice, so that drift on a noisy machine hits them alike.
+	// Duration is the measured time of each library in each cell, split
+	// into Reps slices; the libraries of a cell take turns slice by
+	// slice, so that drift on a noisy machine hits them alike.
 	Duration time.Duration
-	// Reps is the number of slices Duration is split into.
-	Reps int
-	// Workloads lists the workloads to run (see Workloads).
-	Workloads []string
-	// Libraries lists the libraries to compare (see Libraries).
-	Libraries []string
-	// Nodes lists the numbers of nodes, N.
-	Nodes []int
-	// Goroutines lists the numbers of goroutines of W1, G.
-	Goroutines []int
-	// Contenders is the number of contenders of W2.
+	Reps     int
+	// Workloads and Libraries list what to run (see Workloads, Libraries).
+	Workloads, Libraries []string
+	// Nodes lists the numbers of nodes, N; Goroutines those of
+	// goroutines of W1, G.
+	Nodes, Goroutines []int
+	// Contenders is the number of contenders of W2 and goroutines of RW.
 	Contenders int
-	// Retries lists the retry settings W2 runs with.
-	Retries []Retry
-	// TunedDelay is the retry delay of RetryTuned.
-	TunedDelay time.Duration
 	// TTL is the time to live of every lock.
 	TTL time.Duration
 	// Quarantine runs redlock with its restart quarantine on, as shipped;
 	// false sets Options.DisableQuarantine. With it on, the servers must
 	// have run for longer than TTL before Run, or no node votes.
 	Quarantine bool
-	// Progress, if not nil, receives a line for each library in each cell
-	// as it completes.
+	// Progress, if not nil, receives a line for each row as it completes.
 	Progress io.Writer `json:"-"`
-	// SlowAbove, if positive, makes each W1 row count the lock calls
-	// that took at least this long: with Network, its shortest stall, so
-	// that the count is of the calls that waited for a stalled server (or
-	// for a machine as slow).
-	SlowAbove time.Duration
-
-	// Keys lists the numbers of distinct keys of KEYS (see
-	// KeysWorkload), and FenceRetentions the Options.FenceRetention of
-	// this module's client in it, 0 for the default.
+	// Keys lists the numbers of distinct keys of KEYS, and
+	// FenceRetentions the Options.FenceRetention of this module's client
+	// in it, 0 for the default. Waiters lists the numbers of waiting
+	// goroutines of WAITERS, which runs on the first Nodes[0] servers.
 	Keys            []int
 	FenceRetentions []time.Duration
-	// Waiters lists the numbers of waiting goroutines of WAITERS (see
-	// WaitersWorkload), which runs on the first Nodes[0] servers.
-	Waiters []int
+	Waiters         []int
 }
 
 // DefaultConfig returns the configuration of a full run, without Addrs.
 func DefaultConfig() Config {
 	return Config{
-		Duration:   5 * time.Second,
-		Reps:       5,
-		Workloads:  Workloads(),
-		Libraries:  DefaultLibraries(),
-		Nodes:      []int{1, 3, 5},
-		Goroutines: []int{1, 16, 64},
-		Contenders: 16,
-		Retries:    []Retry{RetryDefault, RetryTuned},
-		TunedDelay: time.Millisecond,
-		TTL:        10 * time.Second,
-		Quarantine: true,
-
-		CountPairs: 1000,
-
+		Duration:        5 * time.Second,
+		Reps:            5,
+		Workloads:       Workloads(),
+		Libraries:       DefaultLibraries(),
+		Nodes:           []int{1, 3, 5},
+		Goroutines:      []int{1, 16, 64},
+		Contenders:      16,
+		TTL:             10 * time.Second,
+		Quarantine:      true,
+		CountPairs:      1000,
 		Keys:            []int{10000, 100000, 1000000},
 		FenceRetentions: []time.Duration{0, time.Second},
 		Waiters:         []int{1000, 10000},
@@ -123,59 +104,38 @@ func DefaultConfig() Config {
 // validate checks cfg.
 func (cfg *Config) validate() error {
 	var errs []error
-	if cfg.Duration <= 0 || cfg.Reps <= 0 {
-		errs = append(errs, errors.New("duration and reps must be positive"))
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if cfg.Duration <= 0 || cfg.Reps <= 0 || cfg.TTL <= 0 || cfg.CountPairs < 0 {
+		bad("duration, reps and TTL must be positive, the pairs to count not negative")
 	}
 	for _, w := range cfg.Workloads {
-		if !slices.Contains(Workloads(), w) && !scaleWorkload(w) {
-			errs = append(errs, fmt.Errorf("unknown workload %q (known: %s)", w, strings.Join(append(Workloads(), ScaleWorkloads()...), ", ")))
+		if !slices.Contains(allWorkloads, w) {
+			bad("unknown workload %q (known: %s)", w, strings.Join(allWorkloads, ", "))
 		}
 	}
 	for _, l := range cfg.Libraries {
 		if !slices.Contains(Libraries(), l) {
-			errs = append(errs, fmt.Errorf("unknown library %q (known: %s)", l, strings.Join(Libraries(), ", ")))
+			bad("unknown library %q (known: %s)", l, strings.Join(Libraries(), ", "))
 		}
 	}
 	for _, n := range cfg.Nodes {
 		if n < 1 || n > len(cfg.Addrs) {
-			errs = append(errs, fmt.Errorf("cannot run on %d nodes with %d servers", n, len(cfg.Addrs)))
+			bad("cannot run on %d nodes with %d servers", n, len(cfg.Addrs))
 		}
 	}
-	for _, g := range cfg.Goroutines {
-		if g < 1 {
-			errs = append(errs, fmt.Errorf("bad number of goroutines %d", g))
+	for _, v := range slices.Concat(cfg.Goroutines, cfg.Keys, cfg.Waiters) {
+		if v < 1 {
+			bad("bad number of goroutines, keys or waiters %d", v)
 		}
 	}
-	if slices.Contains(cfg.Workloads, KeysWorkload) {
-		for _, k := range cfg.Keys {
-			if k < 1 {
-				errs = append(errs, fmt.Errorf("bad number of keys %d", k))
-			}
-		}
-		for _, r := range cfg.FenceRetentions {
-			if r < 0 {
-				errs = append(errs, fmt.Errorf("bad fence retention %v", r))
-			}
-		}
+	if cfg.Contenders < 1 {
+		bad("bad number of contenders %d", cfg.Contenders)
 	}
-	if slices.Contains(cfg.Workloads, WaitersWorkload) {
-		if len(cfg.Nodes) == 0 {
-			errs = append(errs, errors.New("WAITERS runs on the first of the numbers of nodes: none given"))
-		}
-		for _, k := range cfg.Waiters {
-			if k < 1 {
-				errs = append(errs, fmt.Errorf("bad number of waiters %d", k))
-			}
-		}
+	if slices.ContainsFunc(cfg.FenceRetentions, func(d time.Duration) bool { return d < 0 }) {
+		bad("bad fence retention in %v", cfg.FenceRetentions)
 	}
-	if cfg.CountPairs < 0 {
-		errs = append(errs, fmt.Errorf("bad number of pairs to count %d", cfg.CountPairs))
-	}
-	if slices.ContainsFunc(cfg.Workloads, func(w string) bool { return contended(w) || w == RW }) && cfg.Contenders < 1 {
-		errs = append(errs, fmt.Errorf("bad number of contenders %d", cfg.Contenders))
-	}
-	if cfg.TunedDelay <= 0 || cfg.TTL <= 0 {
-		errs = append(errs, errors.New("tuned delay and TTL must be positive"))
+	if slices.Contains(cfg.Workloads, WaitersWorkload) && len(cfg.Nodes) == 0 {
+		bad("WAITERS runs on the first of the numbers of nodes: none given")
 	}
 	return errors.Join(errs...)
 }
@@ -191,21 +151,16 @@ type Cell struct {
 }
 
 // String names the cell, as in "W1 N=5 G=64", "W2 N=5 G=16 tuned" or
-// "RW N=5 G=16".
+// "RW N=5 G=16 rwlock".
 func (c Cell) String() string {
-	if c.Workload == RW {
-		return c.rwString()
-	}
 	s := fmt.Sprintf("%s N=%d G=%d", c.Workload, c.N, c.G)
-	if contended(c.Workload) {
+	switch {
+	case contended(c.Workload):
 		s += " " + c.Retry.String()
+	case c.Workload == RW:
+		s += " " + c.rwKind()
 	}
 	return s
-}
-
-// tag is the cell's name as a part of a Redis key.
-func (c Cell) tag() string {
-	return strings.ReplaceAll(c.String(), " ", ":")
 }
 
 // cells lists the cells of cfg in the order they run: for each workload,
@@ -213,22 +168,18 @@ func (c Cell) tag() string {
 func (cfg *Config) cells() []Cell {
 	var cells []Cell
 	for _, w := range cfg.Workloads {
-		switch {
-		case scaleWorkload(w):
-			continue // not cells: see runKeys and runWaiters
-		case w == RW:
-			cells = append(cells, cfg.rwCells()...)
-			continue
-		}
 		for _, n := range cfg.Nodes {
-			if w == W1 {
+			switch {
+			case w == W1:
 				for _, g := range cfg.Goroutines {
 					cells = append(cells, Cell{Workload: W1, N: n, G: g})
 				}
-				continue
-			}
-			for _, r := range cfg.Retries {
-				cells = append(cells, Cell{Workload: w, N: n, G: cfg.Contenders, Retry: r})
+			case w == RW:
+				cells = append(cells, Cell{Workload: RW, N: n, G: cfg.Contenders}, Cell{Workload: RW, N: n, G: cfg.Contenders, Mutex: true})
+			case contended(w):
+				for _, r := range []Retry{RetryDefault, RetryTuned} {
+					cells = append(cells, Cell{Workload: w, N: n, G: cfg.Contenders, Retry: r})
+				}
 			}
 		}
 	}
@@ -243,9 +194,16 @@ func (cfg *Config) servers() []string {
 	return cfg.Addrs
 }
 
+// progress writes a line to cfg.Progress, if set.
+func (cfg *Config) progress(format string, a ...any) {
+	if cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, format+"\n", a...)
+	}
+}
+
 // Run measures every cell of cfg against the servers at cfg.Addrs and
-// returns the results, with a description of the machine. It stops early, with the rows done so far and the
-// context's error, when ctx ends.
+// returns the results, with a description of the machine. It stops early,
+// with the rows done so far and the context's error, when ctx ends.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -284,10 +242,13 @@ type gstate struct {
 	acq, rel hist
 	ops      uint64 // completed lock+unlock pairs
 	acquired uint64 // W2: acquisitions
-	cutOff   uint64 // W2: waits cut off by the end of a slice
+	cutOff   uint64 // W2, RW: waits cut off by the end of a slice
 	gaveUp   uint64 // acquisitions the library gave up on
 	errs     uint64 // errors other than giving up
 	firstErr error
+	// RW: the acquisitions of each kind, timed, and the pairs completed.
+	reads, writes   hist
+	nreads, nwrites uint64
 }
 
 // fail records an error, or a give-up when err is nil.
@@ -302,43 +263,48 @@ func (g *gstate) fail(err error) {
 	}
 }
 
-// A libRun is one library in one cell: its clients, its goroutines'
-// workers and what they recorded over every slice.
+// shared is what the goroutines of one slice share.
+type shared struct {
+	key string // RW: the slice's key
+	// W2: the protected counter of the lost-update detector, the
+	// acquisitions counted under the lock, the contender that held the
+	// lock last (or -1), and the acquisitions by another one than it.
+	counter  atomic.Int64
+	acquired atomic.Uint64
+	last     atomic.Int32
+	cross    atomic.Uint64
+	rw       rwShared
+}
+
+// A libRun is one library in one cell: its clients, its goroutines' loop
+// and what they recorded over every slice.
 type libRun struct {
-	lib     string
-	cell    Cell
-	clients []client
-	workers []worker
-	gs      []*gstate
+	lib   string
+	cell  Cell
+	close func()
+	gs    []*gstate
+	// loop runs goroutine g of a slice until stop.
+	loop func(ctx context.Context, g int, stop *atomic.Bool, sh *shared)
 
 	elapsed        time.Duration
 	mallocs, bytes uint64
 	serverCPU      time.Duration // the servers' CPU time (INFO cpu) over the slices
-	slowAbove      time.Duration // Config.SlowAbove
-	cpu            *cpuReader
+	stats          *serverStats
+	slices         int
 
-	// W2 only.
-	acquired    uint64 // acquisitions, counted under the lock
-	transitions uint64 // acquisitions that had a previous one in their slice
-	cross, lost uint64
-
-	// RW only.
-	rws        []*rwWorker
-	slices     int // slices run, each with a key of its own
-	violations uint64
+	// W2: acquisitions, those that had a previous one in their slice, and
+	// those by another contender; lost updates. RW: violations.
+	acquired, transitions, cross, lost uint64
+	violations                         uint64
 }
 
 // runCell runs every library of cfg on cell c, the libraries taking turns
 // slice by slice, and returns a row for each.
 func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
-	t := target(cfg.Addrs[:c.N])
-	s := settings{retry: c.Retry, tunedDelay: cfg.TunedDelay, ttl: cfg.TTL, quarantine: cfg.Quarantine}
-	cpu := newCPUReader(cfg.servers()[:c.N])
-	defer cpu.close()
-	var (
-		runs []*libRun
-		rows []Row
-	)
+	s := settings{retry: c.Retry, ttl: cfg.TTL, quarantine: cfg.Quarantine}
+	stats := newServerStats(cfg.servers()[:c.N])
+	defer stats.close()
+	var runs []*libRun
 	defer func() {
 		for _, lr := range runs {
 			lr.close()
@@ -348,11 +314,11 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 		if !supports(lib, c) {
 			continue
 		}
-		lr, err := newLibRun(ctx, lib, c, t, s)
+		lr, err := newLibRun(ctx, lib, c, cfg.Addrs[:c.N], s)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", lib, err)
 		}
-		lr.slowAbove, lr.cpu = cfg.SlowAbove, cpu
+		lr.stats = stats
 		runs = append(runs, lr)
 	}
 	slice := cfg.Duration / time.Duration(cfg.Reps)
@@ -366,19 +332,16 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 			}
 		}
 	}
+	var rows []Row
 	for _, lib := range cfg.Libraries {
 		i := slices.IndexFunc(runs, func(lr *libRun) bool { return lr.lib == lib })
-		if i < 0 && c.Workload == RW {
-			continue // no peer offers these: no n/a rows
-		}
-		if i < 0 {
+		switch {
+		case i >= 0:
+			row := runs[i].row()
+			rows = append(rows, row)
+			cfg.progress("%s", row.progress())
+		case c.Workload != RW: // no peer offers RW: no n/a rows
 			rows = append(rows, Row{Cell: c, Library: lib, NA: true})
-			continue
-		}
-		row := runs[i].row()
-		rows = append(rows, row)
-		if cfg.Progress != nil {
-			fmt.Fprintln(cfg.Progress, row.progress())
 		}
 	}
 	return rows, nil
@@ -387,80 +350,83 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 // newLibRun opens lib's clients for cell c and warms them up: every
 // goroutine locks and unlocks a key of its own a few times, so that
 // connections are made and scripts cached before anything is measured.
-func newLibRun(ctx context.Context, lib string, c Cell, t target, s settings) (*libRun, error) {
-	if c.Workload == RW {
-		return newRWRun(ctx, lib, c, t, s)
-	}
+func newLibRun(ctx context.Context, lib string, c Cell, addrs []string, s settings) (*libRun, error) {
 	lr := &libRun{lib: lib, cell: c}
+	var clients []client
+	lr.close = func() {
+		for _, cl := range clients {
+			cl.close()
+		}
+	}
 	nclients := 1
 	if c.Workload == W2 {
 		nclients = c.G // each contender has a client of its own, as a process would
 	}
-	// W2Shared: one client for all, as goroutines of one process.
 	for range nclients {
-		cl, err := open(lib, t, s)
+		cl, err := open(lib, addrs, s)
 		if err != nil {
 			lr.close()
 			return nil, err
 		}
-		lr.clients = append(lr.clients, cl)
+		clients = append(clients, cl)
 	}
-	libTag := strings.ReplaceAll(lib, " ", "-")
-	warm := make([]worker, c.G)
-	for g := range c.G {
-		cl := lr.clients[g%nclients]
-		var keys []string
-		if c.Workload == W1 {
-			for k := range keysPerWorker {
-				keys = append(keys, fmt.Sprintf("lockbench:%s:%s:g%d:k%d", c.tag(), libTag, g, k))
-			}
-		} else {
-			keys = []string{fmt.Sprintf("lockbench:%s:%s", c.tag(), libTag)}
-		}
-		lr.workers = append(lr.workers, cl.worker(keys))
-		lr.gs = append(lr.gs, new(gstate))
-		warm[g] = cl.worker([]string{fmt.Sprintf("lockbench:warm:%s:%s:g%d", c.tag(), libTag, g)})
-	}
+	tag := strings.ReplaceAll(c.String()+":"+lib, " ", ":")
+	workers := make([]worker, c.G)
 	errs := make([]error, c.G)
 	var wg sync.WaitGroup
-	for g, w := range warm {
+	for g := range c.G {
+		lr.gs = append(lr.gs, new(gstate))
+		cl := clients[g%nclients]
+		keys := []string{"lockbench:" + tag}
+		if c.Workload == W1 {
+			keys = nil
+			for k := range keysPerWorker {
+				keys = append(keys, fmt.Sprintf("lockbench:%s:g%d:k%d", tag, g, k))
+			}
+		}
+		workers[g] = cl.worker(keys)
+		warmKey := fmt.Sprintf("lockbench:warm:%s:g%d", tag, g)
 		wg.Go(func() {
-			for range 3 {
-				ok, err := w.lock(ctx, 0)
-				if err == nil && !ok {
-					err = errors.New("warm-up: not obtained")
-				}
-				if err == nil {
-					err = w.unlock(ctx)
-				}
-				if err != nil {
-					errs[g] = err
-					return
-				}
+			if c.Workload == RW {
+				errs[g] = rwWarm(ctx, cl.(*redlockClient), warmKey)
+			} else {
+				errs[g] = pairs(ctx, cl.worker([]string{warmKey}), 3, 1)
 			}
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		lr.close()
-		return nil, err
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	lr.loop = func(ctx context.Context, g int, stop *atomic.Bool, sh *shared) {
+		switch c.Workload {
+		case W1:
+			loopW1(workers[g], lr.gs[g], stop)
+		case RW:
+			loopRW(ctx, clients[0].(*redlockClient), c.Mutex, lr.gs[g], g, stop, sh)
+		default:
+			loopW2(ctx, workers[g], lr.gs[g], stop, sh, int32(g))
+		}
 	}
 	return lr, nil
 }
 
-func (lr *libRun) close() {
-	for _, cl := range lr.clients {
-		cl.close()
+// pairs locks and unlocks w's first k keys in turn, n times in all.
+func pairs(ctx context.Context, w worker, n, k int) error {
+	for i := range n {
+		ok, err := w.lock(ctx, i%k)
+		if err == nil && !ok {
+			err = errors.New("not obtained without contention")
+		}
+		if err == nil {
+			err = w.unlock(ctx)
+		}
+		if err != nil {
+			return err
+		}
 	}
-	lr.clients = nil
-}
-
-// shared is what W2's contenders share in one slice.
-type shared struct {
-	counter  atomic.Int64  // the protected counter of the lost-update detector
-	acquired atomic.Uint64 // acquisitions, counted under the lock
-	last     atomic.Int32  // the contender that held the lock last, or -1
-	cross    atomic.Uint64 // acquisitions by another contender than the last holder
+	return nil
 }
 
 // stuckAfter is how long a slice waits for its goroutines to return once
@@ -469,8 +435,8 @@ const stuckAfter = 30 * time.Second
 
 // slice runs lr's goroutines for d and adds what they did to lr. The
 // goroutines are started, and the heap collected, before the clock and
-// the allocation counters are read. It fails if a goroutine is still in
-// the library stuckAfter after the slice ended.
+// the counters are read. It fails if a goroutine is still in the library
+// stuckAfter after the slice ended.
 func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 	var (
 		ready, done sync.WaitGroup
@@ -478,25 +444,23 @@ func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 		stop        atomic.Bool
 		sh          shared
 	)
+	// RW: a key that no earlier slice used, so that a writer's intent left
+	// by a wait cut short does not slow the next slice's readers.
+	lr.slices++
+	sh.key = fmt.Sprintf("lockbench:%s:%s:s%d", strings.ReplaceAll(lr.cell.String(), " ", ":"), lr.lib, lr.slices)
 	sh.last.Store(-1)
 	lockCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for g, w := range lr.workers {
+	for g := range lr.gs {
 		ready.Add(1)
 		done.Add(1)
-		gs := lr.gs[g]
 		go func() {
 			defer done.Done()
 			ready.Done()
 			<-start
-			if lr.cell.Workload == W1 {
-				loopW1(w, gs, &stop)
-			} else {
-				loopW2(lockCtx, w, gs, &stop, &sh, int32(g))
-			}
+			lr.loop(lockCtx, g, &stop, &sh)
 		}()
 	}
-	rs := lr.startRW(lockCtx, &ready, &done, start, &stop)
 	ready.Wait()
 	halt := func() {
 		stop.Store(true)
@@ -514,7 +478,7 @@ func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 	defer timer.Stop()
 	watchdog := time.NewTimer(time.Hour)
 	defer watchdog.Stop()
-	cpu0, err := lr.cpu.read(ctx)
+	st0, err := lr.stats.read(ctx, "cpu")
 	if err != nil {
 		halt()
 		done.Wait()
@@ -534,27 +498,22 @@ func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 	}
 	elapsed := time.Since(t0)
 	runtime.ReadMemStats(&m1)
-	cpu1, err := lr.cpu.read(ctx)
+	st1, err := lr.stats.read(ctx, "cpu")
 	if err != nil {
 		return err
 	}
-	lr.serverCPU += cpu1 - cpu0
-
+	lr.serverCPU += st1.cpu - st0.cpu
 	lr.elapsed += elapsed
 	lr.mallocs += m1.Mallocs - m0.Mallocs
 	lr.bytes += m1.TotalAlloc - m0.TotalAlloc
-	if contended(lr.cell.Workload) {
-		acquired := sh.acquired.Load()
-		lr.acquired += acquired
-		if acquired > 0 {
-			lr.transitions += acquired - 1
-		}
-		lr.cross += sh.cross.Load()
-		lr.lost += acquired - uint64(sh.counter.Load())
+	acquired := sh.acquired.Load()
+	lr.acquired += acquired
+	if acquired > 0 {
+		lr.transitions += acquired - 1
 	}
-	if rs != nil {
-		lr.violations += rs.violations.Load()
-	}
+	lr.cross += sh.cross.Load()
+	lr.lost += acquired - uint64(sh.counter.Load())
+	lr.violations += sh.rw.violations.Load()
 	return nil
 }
 
@@ -591,10 +550,9 @@ func loopW1(w worker, g *gstate, stop *atomic.Bool) {
 // once would lose an update.
 func loopW2(ctx context.Context, w worker, g *gstate, stop *atomic.Bool, sh *shared, id int32) {
 	bg := context.Background()
-	wc := newWaitClock(g)
-	defer wc.stop()
+	start, waiting := time.Now(), false
 	for !stop.Load() {
-		wc.attempt()
+		waiting = true
 		ok, err := w.lock(ctx, 0)
 		if err != nil && ctx.Err() != nil {
 			break // stopped while waiting
@@ -603,7 +561,10 @@ func loopW2(ctx context.Context, w worker, g *gstate, stop *atomic.Bool, sh *sha
 			g.fail(err)
 			continue
 		}
-		wc.granted()
+		t1 := time.Now()
+		waiting = false
+		g.acq.record(t1.Sub(start))
+		g.acquired++
 
 		if prev := sh.last.Swap(id); prev >= 0 && prev != id {
 			sh.cross.Add(1)
@@ -614,103 +575,58 @@ func loopW2(ctx context.Context, w worker, g *gstate, stop *atomic.Bool, sh *sha
 		sh.acquired.Add(1)
 
 		t2 := time.Now()
-		wc.released(t2, w.unlock(bg)) // released even when the run has stopped
+		err = w.unlock(bg) // released even when the run has stopped
+		start = time.Now()
+		g.rel.record(start.Sub(t2))
+		if err != nil {
+			g.fail(err)
+			continue
+		}
+		g.ops++
 	}
-}
-
-// A waitClock times one contender's waits (W2): each runs
-// from the end of the contender's previous release (or its start) to its
-// next grant, across every attempt the library gave up on. A wait still
-// going on when the slice ends is recorded as it stands, the time waited
-// so far, and counted as cut off.
-type waitClock struct {
-	g       *gstate
-	start   time.Time
-	waiting bool // an attempt was made since start
-}
-
-func newWaitClock(g *gstate) *waitClock { return &waitClock{g: g, start: time.Now()} }
-
-// attempt notes that the contender tries to get what it waits for.
-func (wc *waitClock) attempt() { wc.waiting = true }
-
-// granted records the wait that ends now with a grant, and returns now.
-func (wc *waitClock) granted() time.Time {
-	t1 := time.Now()
-	wc.waiting = false
-	wc.g.acq.record(t1.Sub(wc.start))
-	wc.g.acquired++
-	return t1
-}
-
-// released records a release that began at t2 and ended now with err,
-// and starts the next wait.
-func (wc *waitClock) released(t2 time.Time, err error) {
-	wc.start = time.Now()
-	wc.g.rel.record(wc.start.Sub(t2))
-	if err != nil {
-		wc.g.fail(err)
-		return
-	}
-	wc.g.ops++
-}
-
-// stop records a wait cut off by the end of the slice.
-func (wc *waitClock) stop() {
-	if wc.waiting {
-		wc.g.acq.record(time.Since(wc.start))
-		wc.g.cutOff++
+	if waiting {
+		g.acq.record(time.Since(start))
+		g.cutOff++
 	}
 }
 
 // row sums up lr.
 func (lr *libRun) row() Row {
 	r := Row{Cell: lr.cell, Library: lr.lib, Elapsed: lr.elapsed}
-	var acq, rel hist
+	var acq, rel, reads, writes hist
 	var busiest uint64
 	for _, g := range lr.gs {
 		acq.merge(&g.acq)
 		rel.merge(&g.rel)
+		reads.merge(&g.reads)
+		writes.merge(&g.writes)
 		r.Ops += g.ops
 		r.GaveUp += g.gaveUp
 		r.Errors += g.errs
 		r.CutOff += g.cutOff
+		r.ReadOps += g.nreads
+		r.WriteOps += g.nwrites
 		if g.firstErr != nil && r.FirstError == "" {
 			r.FirstError = g.firstErr.Error()
 		}
 		busiest = max(busiest, g.acquired)
 	}
-	secs := lr.elapsed.Seconds()
-	if secs > 0 {
+	if secs := lr.elapsed.Seconds(); secs > 0 {
 		r.OpsPerSec = float64(r.Ops) / secs
 	}
-	r.Acquire = acq.latencies()
-	if lr.slowAbove > 0 && lr.cell.Workload == W1 {
-		r.SlowAbove, r.SlowAcquires = lr.slowAbove, acq.atLeast(lr.slowAbove)
-		r.SlowShare = share(r.SlowAcquires, acq.n)
-	}
-	r.Release = rel.latencies()
+	r.Acquire, r.Release = acq.latencies(), rel.latencies()
 	if r.Ops > 0 {
-		r.AllocsPerOp = float64(lr.mallocs) / float64(r.Ops)
-		r.BytesPerOp = float64(lr.bytes) / float64(r.Ops)
+		r.AllocsPerOp = share(lr.mallocs, r.Ops)
+		r.BytesPerOp = share(lr.bytes, r.Ops)
 		r.ServerCPUPerOp = lr.serverCPU / time.Duration(r.Ops)
 	}
 	if lr.cell.Workload == RW {
-		lr.rwRow(&r)
+		r.ReadAcquire, r.WriteAcquire, r.Violations = reads.latencies(), writes.latencies(), lr.violations
 	}
 	if contended(lr.cell.Workload) {
-		r.Acquisitions = lr.acquired
-		r.Cross = lr.cross
-		r.LostUpdates = lr.lost
-		if secs > 0 {
-			r.CrossPerSec = float64(lr.cross) / secs
-		}
-		if r.Acquisitions > 0 {
-			r.BusiestShare = float64(busiest) / float64(r.Acquisitions)
-		}
-		if lr.transitions > 0 {
-			r.HandoffShare = float64(r.Cross) / float64(lr.transitions)
-		}
+		r.Acquisitions, r.Cross, r.LostUpdates = lr.acquired, lr.cross, lr.lost
+		r.BusiestShare = share(busiest, r.Acquisitions)
+		r.HandoffShare = share(lr.cross, lr.transitions)
 	}
 	return r
 }
