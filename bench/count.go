@@ -120,13 +120,13 @@ func countCommands(ctx context.Context, cfg *Config, lib string) (CommandCount, 
 	cc.Reads = after.reads - before.reads - 1
 	for name, a := range after.calls {
 		b := before.calls[name]
-		if n := a.calls - b.calls - btoi(name == "info"); n != 0 {
+		if n := a.Calls - b.Calls - btoi(name == "info"); n != 0 {
 			cc.Calls[name] = n
 		}
 		if slices.Contains(scriptCommands, name) {
-			cc.ScriptUsec += a.usec - b.usec
+			cc.ScriptUsec += a.Usec - b.Usec
 		}
-		cc.Errors += a.errors - b.errors
+		cc.Errors += a.Errors - b.Errors
 	}
 	return cc, nil
 }
@@ -156,15 +156,23 @@ type stats struct {
 	cpu      time.Duration // used_cpu_sys plus used_cpu_user, all threads
 	reads    int64         // total_reads_processed
 	commands int64         // total_commands_processed
-	calls    map[string]commandStat
+	calls    map[string]CommandStat
 }
 
-// commandStat is one command's line of INFO commandstats.
-type commandStat struct{ calls, usec, errors int64 }
+// A CommandStat is one command's line of INFO commandstats: its calls,
+// the microseconds they took, and those refused or failed.
+type CommandStat struct{ Calls, Usec, Errors int64 }
+
+// CommandStats returns INFO commandstats of c's server by command name,
+// as "evalsha" or "config|resetstat".
+func CommandStats(ctx context.Context, c *redis.Client) (map[string]CommandStat, error) {
+	st, err := (&serverStats{cs: []*redis.Client{c}}).read(ctx, "commandstats")
+	return st.calls, err
+}
 
 // read reads the sections of INFO given, with one INFO per server.
 func (s *serverStats) read(ctx context.Context, sections ...string) (stats, error) {
-	st := stats{calls: map[string]commandStat{}}
+	st := stats{calls: map[string]CommandStat{}}
 	for _, c := range s.cs {
 		info, err := c.Info(ctx, sections...).Result()
 		if err != nil {
@@ -193,11 +201,11 @@ func (s *serverStats) read(ctx context.Context, sections ...string) (stats, erro
 				n, _ := strconv.ParseInt(v, 10, 64)
 				switch k {
 				case "calls":
-					cs.calls += n
+					cs.Calls += n
 				case "usec":
-					cs.usec += n
+					cs.Usec += n
 				case "rejected_calls", "failed_calls":
-					cs.errors += n
+					cs.Errors += n
 				}
 			}
 			st.calls[name] = cs

@@ -20,7 +20,7 @@ import (
 // runs). A NaN Y leaves the point out.
 type Series struct {
 	Name   string
-	Color  string // an SVG colour; "" picks one from the palette
+	Color  string // an SVG colour
 	Dashed bool
 	X, Y   []float64
 	Lo, Hi []float64
@@ -299,26 +299,6 @@ func (d *svgDoc) bytes() []byte {
 	return d.b.Bytes()
 }
 
-// colour gives each series without a colour one from the palette, in
-// order, skipping those in use.
-func colour(ss []Series) {
-	used := map[string]bool{}
-	for _, s := range ss {
-		used[s.Color] = true
-	}
-	next := 0
-	for i := range ss {
-		if ss[i].Color != "" {
-			continue
-		}
-		for next < len(palette)-1 && used[palette[next]] {
-			next++
-		}
-		ss[i].Color = palette[next%len(palette)]
-		used[ss[i].Color] = true
-	}
-}
-
 // at returns v[i], or NaN past its end.
 func at(v []float64, i int) float64 {
 	if i < len(v) {
@@ -329,7 +309,6 @@ func at(v []float64, i int) float64 {
 
 // SVG draws the plot.
 func (p *LinePlot) SVG() []byte {
-	colour(p.Series)
 	var xs, ys, xticks []float64
 	for _, s := range p.Series {
 		for i := range s.X {
@@ -385,7 +364,6 @@ func (p *LinePlot) SVG() []byte {
 
 // SVG draws the plot.
 func (p *BarPlot) SVG() []byte {
-	colour(p.Bars)
 	var ys []float64
 	for _, s := range p.Bars {
 		for i := range p.Groups {
@@ -404,8 +382,6 @@ func (p *BarPlot) SVG() []byte {
 	}
 	for g, name := range p.Groups {
 		gx := left + float64(g)*gw + gw*0.1
-		// Group names may be long: split at the first space or slash
-		// after the middle into two lines.
 		l1, l2 := splitLabel(name)
 		d.text(gx+gw*0.4, bottom+16, "middle", l1, smallFont, "")
 		if l2 != "" {
@@ -430,30 +406,11 @@ func (p *BarPlot) SVG() []byte {
 	return d.bytes()
 }
 
-// splitLabel splits a long label in two at a space or slash near its
-// middle.
+// splitLabel splits a label longer than 12 bytes in two after its first
+// slash or at its first space.
 func splitLabel(s string) (string, string) {
-	if len(s) <= 12 {
-		return s, ""
+	if i := strings.IndexAny(s, "/ "); len(s) > 12 && i > 0 {
+		return s[:i+1], s[i+1:]
 	}
-	best := -1
-	for i, r := range s {
-		if (r == ' ' || r == '/') && (best < 0 || abs(i-len(s)/2) < abs(best-len(s)/2)) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return s, ""
-	}
-	if s[best] == '/' {
-		return s[:best+1], s[best+1:]
-	}
-	return s[:best], s[best+1:]
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
+	return s, ""
 }
