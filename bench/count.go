@@ -42,15 +42,6 @@ func (cc CommandCount) perPair(calls int64) float64 {
 	return share(uint64(max(calls, 0)), uint64(cc.Pairs))
 }
 
-// Scripts returns the script calls per lock+release pair.
-func (cc CommandCount) Scripts() float64 {
-	var n int64
-	for _, name := range scriptCommands {
-		n += cc.Calls[name]
-	}
-	return cc.perPair(n)
-}
-
 // Summary lists the commands per pair, script calls first, then by name,
 // as in "evalsha 2.00, get 2.00".
 func (cc CommandCount) Summary() string {

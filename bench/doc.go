@@ -34,8 +34,6 @@
 // release to holding the lock, across the library's give-ups; a wait cut
 // off by the end of a slice counts as waited so far.
 //
-// With Config.Network (lockbench -net realistic), each server is reached
-// through a redistest.Proxy that holds each command for its server's round
-// trip plus an exponential jitter, one server stalling now and then (see
-// NetConfig).
+// With lockbench -net realistic, a delay proxy stands in front of each
+// server, one server stalling now and then (see NetConfig).
 package bench

@@ -161,9 +161,9 @@ func w1Figures(reps []*Report) []Figure {
 		var lat, ops, legend []Series
 		var used []*Report
 		for _, lib := range libs {
-			s50 := Series{Name: lib, Color: LibraryColor(lib)}
-			s99 := Series{Name: lib + " p99", Color: LibraryColor(lib), Dashed: true}
-			so := Series{Name: lib, Color: LibraryColor(lib)}
+			s50 := Series{Name: lib, Color: libColor(lib)}
+			s99 := Series{Name: lib + " p99", Color: libColor(lib), Dashed: true}
+			so := Series{Name: lib, Color: libColor(lib)}
 			for _, x := range xs {
 				k := key(lib, x)
 				if from[k] == nil {

@@ -16,30 +16,15 @@ import (
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/goredisnode"
+	"github.com/quorumlock/redlock/rueidisnode"
 	"github.com/redis/go-redis/v9"
 )
 
-// Retry selects how a library retries a lock that is taken.
-type Retry int
-
-const (
-	// RetryDefault is the library as shipped.
-	RetryDefault Retry = iota
-	// RetryTuned is a low retry delay, tunedDelay, and as many tries as
-	// fit in a TTL.
-	RetryTuned
-)
-
-// tunedDelay is the retry delay of RetryTuned.
+// tunedDelay is the retry delay of W2's tuned cells (Cell.Tuned), where
+// each library retries this often, as many times as fit in a TTL; the
+// other cells run each library's retry as shipped.
 const tunedDelay = time.Millisecond
-
-// String returns "default" or "tuned".
-func (r Retry) String() string {
-	if r == RetryTuned {
-		return "tuned"
-	}
-	return "default"
-}
 
 // The names of the libraries compared.
 const (
@@ -58,20 +43,13 @@ func Libraries() []string {
 	return []string{LibRedlockGoRedis, LibRedlockRueidis, LibRedsync, LibRedsyncFast, LibBSM, LibRaw, LibQuorumFloor}
 }
 
-// DefaultLibraries returns the libraries of a full run: redsync with its
-// defaults only, and no quorum floor, which the realistic-network runs
-// add.
-func DefaultLibraries() []string {
-	return []string{LibRedlockGoRedis, LibRedlockRueidis, LibRedsync, LibBSM, LibRaw}
-}
-
 // supports reports whether library lib can run cell c: bsm/redislock
 // locks one node only, only this module's client has a read-write lock,
 // and the quorum floor, which does not lock, runs W1 only.
 func supports(lib string, c Cell) bool {
 	switch {
 	case c.Workload == RW:
-		return lib == LibRedlockGoRedis || lib == LibRedlockRueidis
+		return ours(lib)
 	case lib == LibQuorumFloor:
 		return c.Workload == W1
 	}
@@ -85,7 +63,7 @@ const rawDefaultDelay = 50 * time.Millisecond
 
 // settings is what a library's client is opened with.
 type settings struct {
-	retry      Retry
+	tuned      bool // retry every tunedDelay
 	ttl        time.Duration
 	quarantine bool // redlock: restart quarantine on (the default)
 }
@@ -158,7 +136,7 @@ type redlockClient struct {
 // so. With it on, the servers must be older than the TTL to vote.
 func openRedlock(lib string, t []string, s settings) (*redlockClient, error) {
 	opts := &redlock.Options{DisableQuarantine: !s.quarantine}
-	if s.retry == RetryTuned {
+	if s.tuned {
 		opts.RetryDelay = tunedDelay
 	}
 	c, closeC, err := dialRedlock(lib, t, opts)
@@ -170,14 +148,27 @@ func openRedlock(lib string, t []string, s settings) (*redlockClient, error) {
 
 func (rc *redlockClient) close() error { return rc.done() }
 
+// A closingNode is a node from an adapter's Dial, which its caller closes.
+type closingNode interface {
+	redlock.Node
+	Close() error
+}
+
 // dialRedlock makes a client of lib over the servers at addrs, a node
-// each from the adapter's Dial, and a function that closes it and its
+// each from the Dial of the adapter lib names (rueidisnode for
+// LibRedlockRueidis, goredisnode for LibRedlockGoRedis), and a function that closes it and its
 // nodes.
 func dialRedlock(lib string, addrs []string, opts *redlock.Options) (*redlock.Client, func() error, error) {
 	var nodes []redlock.Node
-	var dialed []DialedNode
+	var dialed []closingNode
 	for _, a := range addrs {
-		n, err := DialNode(lib, a)
+		var n closingNode
+		var err error
+		if lib == LibRedlockRueidis {
+			n, err = rueidisnode.Dial("redis://" + a)
+		} else {
+			n, err = goredisnode.Dial("redis://" + a)
+		}
 		if err != nil {
 			closeAll(dialed)
 			return nil, nil, err
@@ -245,7 +236,7 @@ func openRedsync(t []string, s settings, failFast bool) *redsyncClient {
 		rc.clients = append(rc.clients, c)
 		pools = append(pools, redsyncgoredis.NewPool(c))
 	}
-	if s.retry == RetryTuned {
+	if s.tuned {
 		rc.opts = append(rc.opts,
 			redsync.WithRetryDelay(tunedDelay),
 			redsync.WithTries(max(1, int(s.ttl/tunedDelay))))
@@ -341,7 +332,7 @@ type bsmClient struct {
 func openBSM(t []string, s settings) *bsmClient {
 	rc := redis.NewClient(&redis.Options{Addr: t[0]})
 	c := &bsmClient{rc: rc, c: redislock.New(rc), ttl: s.ttl}
-	if s.retry == RetryTuned {
+	if s.tuned {
 		c.opts = &redislock.Options{RetryStrategy: redislock.LinearBackoff(tunedDelay)}
 	}
 	return c
@@ -401,7 +392,7 @@ func openRaw(t []string, s settings) (*rawClient, error) {
 		ttlMs:  s.ttl.Milliseconds(),
 		delay:  rawDefaultDelay,
 	}
-	if s.retry == RetryTuned {
+	if s.tuned {
 		c.delay = tunedDelay
 	}
 	ctx := context.Background()
@@ -454,30 +445,9 @@ func (w *rawWorker) try(ctx context.Context, key string) (bool, error) {
 	var b [16]byte
 	rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
-
-	type result struct {
-		ok  bool
-		err error
-	}
-	ch := make(chan result, len(w.c.clients))
-	for _, rc := range w.c.clients {
-		go func() {
-			cmd := redis.NewBoolCmd(ctx, "set", key, token, "nx", "px", w.c.ttlMs)
-			_ = rc.Process(ctx, cmd)
-			ok, err := cmd.Result()
-			ch <- result{ok, err}
-		}()
-	}
-	granted := 0
-	var err error
-	for range w.c.clients {
-		r := <-ch
-		if r.ok {
-			granted++
-		} else if r.err != nil && err == nil {
-			err = r.err
-		}
-	}
+	granted, err := w.c.all(func(rc *redis.Client) (bool, error) {
+		return rc.SetNX(ctx, key, token, time.Duration(w.c.ttlMs)*time.Millisecond).Result()
+	})
 	if granted >= w.c.quorum {
 		w.key, w.token = key, token
 		return true, nil
@@ -497,29 +467,36 @@ func (w *rawWorker) unlock(ctx context.Context) error {
 // release runs the compare-and-delete script on every node at once and
 // returns how many nodes deleted the key.
 func (w *rawWorker) release(ctx context.Context, key, token string) (int, error) {
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		deleted int
-		first   error
-	)
-	for _, rc := range w.c.clients {
-		wg.Add(1)
+	return w.c.all(func(rc *redis.Client) (bool, error) {
+		n, err := rc.EvalSha(ctx, w.c.sha, []string{key}, token).Int64()
+		return n == 1, err
+	})
+}
+
+// all runs call on every node at once, one goroutine each, and returns
+// how many returned true, and the first error.
+func (c *rawClient) all(call func(*redis.Client) (bool, error)) (int, error) {
+	type result struct {
+		ok  bool
+		err error
+	}
+	ch := make(chan result, len(c.clients))
+	for _, rc := range c.clients {
 		go func() {
-			defer wg.Done()
-			n, err := rc.EvalSha(ctx, w.c.sha, []string{key}, token).Int64()
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && first == nil {
-				first = err
-			}
-			if n == 1 {
-				deleted++
-			}
+			ok, err := call(rc)
+			ch <- result{ok, err}
 		}()
 	}
-	wg.Wait()
-	return deleted, first
+	n := 0
+	var first error
+	for range c.clients {
+		r := <-ch
+		n += int(btoi(r.ok))
+		if first == nil {
+			first = r.err
+		}
+	}
+	return n, first
 }
 
 // --- the quorum floor ------------------------------------------------------------

@@ -161,12 +161,8 @@ func (row Row) progress() string {
 	fmt.Fprintf(&b, "%-17s %-16s %8.0f pairs/s  acquire p50 %-7s p99 %-7s p999 %-7s release p50 %-7s %6.1f allocs/op  server CPU %s/pair",
 		row.Cell, row.Library, row.OpsPerSec, fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Acquire.P999),
 		fmtDur(row.Release.P50), row.AllocsPerOp, fmtDur(row.ServerCPUPerOp))
-	switch {
-	case row.Cell.Workload == RW:
-		fmt.Fprintf(&b, "  reads %d writes %d cut-off %d violations %d", row.ReadOps, row.WriteOps, row.CutOff, row.Violations)
-	case contended(row.Cell.Workload):
-		fmt.Fprintf(&b, "  handoff %.0f%% busiest %.1f%% gave-up %d cut-off %d lost %d",
-			100*row.HandoffShare, 100*row.BusiestShare, row.GaveUp, row.CutOff, row.LostUpdates)
+	if contended(row.Cell.Workload) {
+		fmt.Fprintf(&b, "  handoff %.0f%% busiest %.1f%% lost %d", 100*row.HandoffShare, 100*row.BusiestShare, row.LostUpdates)
 	}
 	if row.Errors > 0 {
 		fmt.Fprintf(&b, "  ERRORS %d: %s", row.Errors, row.FirstError)
@@ -251,7 +247,7 @@ func (r *Report) Markdown() string {
 				fmtDur(row.ReadAcquire.P50), fmtDur(row.ReadAcquire.P99), fmtDur(row.WriteAcquire.P50), fmtDur(row.WriteAcquire.P99),
 				fmtDur(row.Release.P50), fmtDur(row.Release.P99), row.AllocsPerOp, row.CutOff, row.Violations, row.Errors+row.GaveUp))
 		default:
-			cells := fmt.Sprintf("%d|%d|%s|%s|%s|", c.N, c.G, map[string]string{W2: "own", W2Shared: "shared"}[c.Workload], c.Retry, row.Library)
+			cells := fmt.Sprintf("%d|%d|%s|%s|%s|", c.N, c.G, map[string]string{W2: "own", W2Shared: "shared"}[c.Workload], c.retry(), row.Library)
 			if row.NA {
 				w2 = append(w2, cells+"n/a")
 				continue
@@ -272,16 +268,7 @@ func (r *Report) Markdown() string {
 		"No peer library offers a read-write lock over N masters. × lock is the pairs/s against the plain Lock's in the cell beside it; "+
 			"a read or write is timed from the call to its return, the wait included; violations count "+rwRule+", and must be 0.",
 		"N|G|lock|library|pairs/s|× lock|reads/s|writes/s|read p50|p99|write p50|p99|release p50|p99|allocs/op|waits cut off|violations|errors", rw)
-	r.scaleMarkdown(&b)
-	var errs []string
-	for _, row := range r.Rows {
-		if row.FirstError != "" {
-			errs = append(errs, fmt.Sprintf("- %s %s: %d errors; the first: `%s`", row.Cell, row.Library, row.Errors, row.FirstError))
-		}
-	}
-	if len(errs) > 0 {
-		b.WriteString("\n#### Errors\n\n" + strings.Join(errs, "\n") + "\n")
-	}
+	r.scaleMarkdown(&b) // the errors themselves: Failures
 	return b.String()
 }
 

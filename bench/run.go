@@ -88,7 +88,7 @@ func DefaultConfig() Config {
 		Duration:        5 * time.Second,
 		Reps:            5,
 		Workloads:       Workloads(),
-		Libraries:       DefaultLibraries(),
+		Libraries:       []string{LibRedlockGoRedis, LibRedlockRueidis, LibRedsync, LibBSM, LibRaw}, // the realistic runs add the rest
 		Nodes:           []int{1, 3, 5},
 		Goroutines:      []int{1, 16, 64},
 		Contenders:      16,
@@ -143,9 +143,9 @@ func (cfg *Config) validate() error {
 // A Cell is one combination of a workload and its parameters.
 type Cell struct {
 	Workload string
-	N        int   // nodes
-	G        int   // goroutines (W1, RW) or contenders (W2)
-	Retry    Retry // W2 and W2Shared only
+	N        int  // nodes
+	G        int  // goroutines (W1, RW) or contenders (W2)
+	Tuned    bool // W2 and W2Shared: retry every tunedDelay, not as shipped
 	// Mutex makes an RW cell's every operation a plain Lock, to compare.
 	Mutex bool
 }
@@ -156,11 +156,19 @@ func (c Cell) String() string {
 	s := fmt.Sprintf("%s N=%d G=%d", c.Workload, c.N, c.G)
 	switch {
 	case contended(c.Workload):
-		s += " " + c.Retry.String()
+		s += " " + c.retry()
 	case c.Workload == RW:
 		s += " " + c.rwKind()
 	}
 	return s
+}
+
+// retry names a W2 cell's retry setting: "default" or "tuned".
+func (c Cell) retry() string {
+	if c.Tuned {
+		return "tuned"
+	}
+	return "default"
 }
 
 // cells lists the cells of cfg in the order they run: for each workload,
@@ -177,9 +185,7 @@ func (cfg *Config) cells() []Cell {
 			case w == RW:
 				cells = append(cells, Cell{Workload: RW, N: n, G: cfg.Contenders}, Cell{Workload: RW, N: n, G: cfg.Contenders, Mutex: true})
 			case contended(w):
-				for _, r := range []Retry{RetryDefault, RetryTuned} {
-					cells = append(cells, Cell{Workload: w, N: n, G: cfg.Contenders, Retry: r})
-				}
+				cells = append(cells, Cell{Workload: w, N: n, G: cfg.Contenders}, Cell{Workload: w, N: n, G: cfg.Contenders, Tuned: true})
 			}
 		}
 	}
@@ -301,7 +307,7 @@ type libRun struct {
 // runCell runs every library of cfg on cell c, the libraries taking turns
 // slice by slice, and returns a row for each.
 func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
-	s := settings{retry: c.Retry, ttl: cfg.TTL, quarantine: cfg.Quarantine}
+	s := settings{tuned: c.Tuned, ttl: cfg.TTL, quarantine: cfg.Quarantine}
 	stats := newServerStats(cfg.servers()[:c.N])
 	defer stats.close()
 	var runs []*libRun
@@ -435,7 +441,8 @@ const stuckAfter = 30 * time.Second
 
 // slice runs lr's goroutines for d and adds what they did to lr. The
 // goroutines are started, and the heap collected, before the clock and
-// the counters are read. It fails if a goroutine is still in the library
+// the counters are read (the two timers of the slice count for nothing
+// against its pairs). It fails if a goroutine is still in the library
 // stuckAfter after the slice ended.
 func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 	var (
@@ -466,18 +473,12 @@ func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 		stop.Store(true)
 		cancel()
 	}
-	unhook := context.AfterFunc(ctx, halt)
-	defer unhook()
-	// Everything the harness needs is made before the counters are read.
+	defer context.AfterFunc(ctx, halt)()
 	finished := make(chan struct{})
 	go func() {
 		done.Wait()
 		close(finished)
 	}()
-	timer := time.AfterFunc(time.Hour, halt)
-	defer timer.Stop()
-	watchdog := time.NewTimer(time.Hour)
-	defer watchdog.Stop()
 	st0, err := lr.stats.read(ctx, "cpu")
 	if err != nil {
 		halt()
@@ -488,12 +489,11 @@ func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	t0 := time.Now()
-	timer.Reset(d)
-	watchdog.Reset(d + stuckAfter)
 	close(start)
+	defer time.AfterFunc(d, halt).Stop()
 	select {
 	case <-finished:
-	case <-watchdog.C:
+	case <-time.After(d + stuckAfter):
 		return fmt.Errorf("%s: goroutines still in the library %v after the slice ended", lr.lib, stuckAfter)
 	}
 	elapsed := time.Since(t0)

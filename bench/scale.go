@@ -29,16 +29,19 @@ const (
 	WaitersWorkload = "WAITERS"
 )
 
-// keysTTL is the TTL of the locks KEYS holds: long enough that the first
-// of a million is still held when the last is taken.
-const keysTTL = 10 * time.Minute
-
-// keysGoroutines is how many goroutines take and release KEYS's locks.
-const keysGoroutines = 256
-
-// expiryTimeout bounds KEYS's wait for the servers to expire the fence
-// counters of a short FenceRetention.
-const expiryTimeout = 5 * time.Minute
+const (
+	// keysTTL is the TTL of the locks KEYS holds: long enough that the
+	// first of a million is still held when the last is taken.
+	keysTTL = 10 * time.Minute
+	// keysGoroutines is how many goroutines take and release KEYS's locks.
+	keysGoroutines = 256
+	// expiryTimeout bounds KEYS's wait for the servers to expire the fence
+	// counters of a short FenceRetention.
+	expiryTimeout = 5 * time.Minute
+	// waitersWindow is how long WAITERS counts the servers' commands while
+	// every waiter waits.
+	waitersWindow = 2 * time.Second
+)
 
 // KeyMem is the server's memory for Keys distinct locks, held and
 // released, from one library: this module's client with one
@@ -92,10 +95,6 @@ type WaiterMem struct {
 	CommandsPerSec float64
 	Load           string
 }
-
-// waitersWindow is how long WAITERS counts the servers' commands while
-// every waiter waits.
-const waitersWindow = 2 * time.Second
 
 // ours reports whether lib is this module's client.
 func ours(lib string) bool { return lib == LibRedlockGoRedis || lib == LibRedlockRueidis }
@@ -227,9 +226,7 @@ func (k *KeyMem) measure(ctx context.Context, cfg *Config) error {
 		return err
 	}
 	defer closeC()
-	if l, err := c.Lock(ctx, "lockbench:keys:warm", keysTTL); err != nil {
-		return fmt.Errorf("warm-up: %w", err)
-	} else if err := l.Release(ctx); err != nil {
+	if err := pairs(ctx, (&redlockClient{c: c, ttl: keysTTL}).worker([]string{"lockbench:keys:warm"}), 1, 1); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	if k.UsedBase, k.DBSizeBase, err = usedMemory(ctx, rc); err != nil {
@@ -354,14 +351,8 @@ func (w *WaiterMem) measure(ctx context.Context, addrs, servers []string) error 
 	key := fmt.Sprintf("lockbench:waiters:%d", time.Now().UnixNano())
 	// Warm the waiting client up on another key: connections made,
 	// scripts cached.
-	for range 3 {
-		l, err := c.Lock(ctx, key+":warm", ttl)
-		if err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
-		if err := l.Release(ctx); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
+	if err := pairs(ctx, (&redlockClient{c: c, ttl: ttl}).worker([]string{key + ":warm"}), 3, 1); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
 	}
 	held, err := holder.Lock(ctx, key, ttl)
 	if err != nil {

@@ -181,13 +181,10 @@ const usage = `Usage: lockbench [flags]
 
 lockbench starts redis-server processes on loopback ports, measures this
 module's client side by side with redsync, bsm/redislock and raw go-redis
-floors, and writes a Markdown report (see BENCHMARKS.md). Examples:
+floors, and writes a Markdown report. BENCHMARKS.md gives the command
+behind each of its results. A smoke run:
 
-  lockbench -duration 20ms -reps 1 -n 1,3 -g 2 -contenders 3   # a smoke run
-  lockbench -workloads "" -n 1 -count 20000   # commands per lock+release only
-  lockbench -net realistic -workloads W1 -n 5 -g 1,16 -count 0
-  lockbench -workloads KEYS -libs redlock/rueidis -n 1 -count 0 -quarantine=false
-  lockbench -svg ../docs/bench -plot a.json,b.json   # plots of saved runs
+  lockbench -duration 20ms -reps 1 -n 1,3 -g 2 -contenders 3 -count 20
 
 Flags:
 `
