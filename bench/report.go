@@ -128,7 +128,7 @@ func fmtRatio(a, b float64) string {
 	if b == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%.3g", a/b)
+	return fmt.Sprintf("%.2f", a/b)
 }
 
 // fmtDur formats d with three significant digits or so.
