@@ -1,287 +1,216 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// A CommandCount is what the servers of one node ran while one library
-// made lock+release pairs on it, one at a time, on keys it had locked
-// before, read from INFO stats and commandstats before and after.
+// A CommandCount is what the first server ran while one library made
+// lock+release pairs on it, one at a time, on keys it had locked before,
+// from INFO stats and commandstats read before and after.
 type CommandCount struct {
 	Library string
-	Node    string // "1 server" or "cluster of 3" (see target.String)
-	Cluster bool
 	Pairs   int
-	// Reads are the reads the servers made from their clients' connections
+	// Reads are the reads the server made from its clients' connections
 	// (total_reads_processed): with one request in flight at a time, and
 	// requests as small as these, one per request, so the round trips.
 	Reads int64
 	// Calls are the calls of each command, by the name INFO commandstats
-	// gives it ("evalsha", "cluster|slots"), summed over the node's
-	// servers: the commands the client sent and those its scripts ran.
+	// gives it ("evalsha"): those the client sent and those its scripts
+	// ran.
 	Calls map[string]int64
-	// ScriptUsec is the time the servers spent running scripts (the usec of
-	// the script commands), in microseconds, the commands the scripts ran
-	// included.
+	// ScriptUsec is the server's time in script commands (their usec), in
+	// microseconds, the commands the scripts ran included.
 	ScriptUsec int64
-	// Rejected are the calls the servers refused without running them
-	// (a MOVED or ASK redirection, CROSSSLOT, a wrong argument count);
-	// Failed those that ran and returned an error (NOSCRIPT, an error
-	// raised by a script).
-	Rejected, Failed int64
+	// Errors are the calls the server refused (rejected_calls) or that
+	// returned an error (failed_calls, NOSCRIPT included).
+	Errors int64
 }
 
-// scriptCommands are the commands that run a script: the requests of a
-// library that does all its work in scripts.
+// scriptCommands are the commands that run a script.
 var scriptCommands = []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"}
 
 // perPair returns calls per lock+release pair.
 func (cc CommandCount) perPair(calls int64) float64 {
-	if cc.Pairs == 0 {
-		return 0
-	}
-	return float64(calls) / float64(cc.Pairs)
-}
-
-// RoundTrips returns the reads per lock+release pair: the round trips.
-func (cc CommandCount) RoundTrips() float64 { return cc.perPair(cc.Reads) }
-
-// ScriptMicros returns the servers' time in scripts per lock+release pair,
-// in microseconds.
-func (cc CommandCount) ScriptMicros() float64 { return cc.perPair(cc.ScriptUsec) }
-
-// Scripts returns the script calls per lock+release pair.
-func (cc CommandCount) Scripts() float64 {
-	var n int64
-	for _, name := range scriptCommands {
-		n += cc.Calls[name]
-	}
-	return cc.perPair(n)
-}
-
-// rounded returns the calls of each command per pair, to two decimals,
-// leaving out those that round to zero.
-func (cc CommandCount) rounded() map[string]float64 {
-	out := map[string]float64{}
-	for name, n := range cc.Calls {
-		if v := math.Round(100*cc.perPair(n)) / 100; v != 0 {
-			out[name] = v
-		}
-	}
-	return out
+	return share(uint64(max(calls, 0)), uint64(cc.Pairs))
 }
 
 // Summary lists the commands per pair, script calls first, then by name,
-// as in "evalsha 2.00, get 2.00, ...". A command with fewer calls than
-// one per hundred pairs is given as its count, as in "ping 1 call".
+// as in "evalsha 2.00, get 2.00".
 func (cc CommandCount) Summary() string {
-	names := slices.SortedFunc(maps.Keys(cc.Calls), func(a, b string) int {
-		sa, sb := slices.Contains(scriptCommands, a), slices.Contains(scriptCommands, b)
-		switch {
-		case sa && !sb:
-			return -1
-		case sb && !sa:
-			return 1
-		}
-		return strings.Compare(a, b)
-	})
 	var parts []string
-	for _, name := range names {
-		n := cc.Calls[name]
-		switch {
-		case n == 0:
-			continue
-		case n*100 < int64(cc.Pairs) && n == 1:
-			parts = append(parts, fmt.Sprintf("%s 1 call", name))
-		case n*100 < int64(cc.Pairs):
-			parts = append(parts, fmt.Sprintf("%s %d calls", name, n))
-		default:
-			parts = append(parts, fmt.Sprintf("%s %.2f", name, cc.perPair(n)))
-		}
-	}
-	if len(parts) == 0 {
-		return "none"
+	for _, name := range slices.SortedFunc(maps.Keys(cc.Calls), func(a, b string) int {
+		return strings.Compare(fmt.Sprint(!slices.Contains(scriptCommands, a), a), fmt.Sprint(!slices.Contains(scriptCommands, b), b))
+	}) {
+		parts = append(parts, fmt.Sprintf("%s %.2f", name, cc.perPair(cc.Calls[name])))
 	}
 	return strings.Join(parts, ", ")
 }
 
-// progress is the line printed once the count is done.
-func (cc CommandCount) progress() string {
-	return fmt.Sprintf("commands per lock+release, %s on %s: %s; %.2f round trips; %.1fµs in scripts; refused %d, failed %d in %d pairs",
-		cc.Library, cc.Node, cc.Summary(), cc.RoundTrips(), cc.ScriptMicros(), cc.Rejected, cc.Failed, cc.Pairs)
-}
-
-// countCommands counts, for every library, the commands the servers run
-// per lock+release on the first server and on the cluster, as
-// Config.CountPairs asks, before any cell runs.
+// countCommands counts, for every library, the commands the first server
+// runs per lock+release, as Config.CountPairs asks, before any cell runs.
 func (r *Report) countCommands(ctx context.Context) error {
 	cfg := &r.Config
-	if cfg.CountPairs == 0 {
-		return nil
-	}
-	var targets []target
-	if len(cfg.Addrs) > 0 {
-		targets = append(targets, target{addrs: cfg.Addrs[:1]})
-	}
-	if len(cfg.ClusterAddrs) > 0 {
-		targets = append(targets, target{addrs: cfg.ClusterAddrs, cluster: true})
-	}
-	for _, t := range targets {
-		for _, lib := range cfg.Libraries {
-			cc, err := countCommands(ctx, cfg, lib, t)
-			if err != nil {
-				return fmt.Errorf("counting the commands of %s on %s: %w", lib, t, err)
-			}
-			r.Commands = append(r.Commands, cc)
-			if cfg.Progress != nil {
-				fmt.Fprintln(cfg.Progress, cc.progress())
-			}
+	for _, lib := range cfg.Libraries {
+		if cfg.CountPairs == 0 {
+			return nil
 		}
+		cc, err := countCommands(ctx, cfg, lib)
+		if err != nil {
+			return fmt.Errorf("counting the commands of %s: %w", lib, err)
+		}
+		r.Commands = append(r.Commands, cc)
+		cfg.progress("commands per lock+release, %s: %s; %.2f round trips; %.1fµs in scripts; %d errors in %d pairs",
+			cc.Library, cc.Summary(), cc.perPair(cc.Reads), cc.perPair(cc.ScriptUsec), cc.Errors, cc.Pairs)
 	}
 	return nil
 }
 
-// countCommands opens lib's client on t as W1 does and makes
-// cfg.CountPairs lock+release pairs, one at a time, over keysPerWorker
-// keys, each of which it has locked and released once before: so the
-// connections are made, the scripts cached on every server the keys
-// reach, and the keys' slot records written, as on a node in service. It
-// reads INFO stats and commandstats of every server of t before and after.
-func countCommands(ctx context.Context, cfg *Config, lib string, t target) (CommandCount, error) {
-	cc := CommandCount{Library: lib, Node: t.String(), Cluster: t.cluster, Pairs: cfg.CountPairs}
-	cl, err := open(lib, t, settings{retry: RetryDefault, tunedDelay: cfg.TunedDelay, ttl: cfg.TTL, quarantine: cfg.Quarantine})
+// countCommands opens lib's client on the first server as W1 does and
+// makes cfg.CountPairs lock+release pairs, one at a time, over
+// keysPerWorker keys, each of which it has locked and released once
+// before: so the connections are made, the scripts cached and the keys'
+// slot records written, as on a node in service.
+func countCommands(ctx context.Context, cfg *Config, lib string) (CommandCount, error) {
+	cc := CommandCount{Library: lib, Pairs: cfg.CountPairs, Calls: map[string]int64{}}
+	cl, err := open(lib, cfg.servers()[:1], settings{ttl: cfg.TTL, quarantine: cfg.Quarantine})
 	if err != nil {
 		return cc, err
 	}
 	defer cl.close()
-	node := "servers"
-	if t.cluster {
-		node = "cluster"
-	}
 	keys := make([]string, keysPerWorker)
 	for k := range keys {
-		keys[k] = fmt.Sprintf("lockbench:count:%s:%s:k%d", node, strings.ReplaceAll(lib, " ", "-"), k)
+		keys[k] = fmt.Sprintf("lockbench:count:%s:k%d", lib, k)
 	}
 	w := cl.worker(keys)
-	pair := func(i int) error {
-		ok, err := w.lock(ctx, i%len(keys))
-		if err == nil && !ok {
-			err = errors.New("not obtained without contention")
-		}
-		if err != nil {
-			return err
-		}
-		return w.unlock(ctx)
+	if err := pairs(ctx, w, len(keys), len(keys)); err != nil {
+		return cc, fmt.Errorf("warm-up: %w", err)
 	}
-	for i := range keys {
-		if err := pair(i); err != nil {
-			return cc, fmt.Errorf("warm-up: %w", err)
-		}
-	}
-
-	stats := make([]*redis.Client, len(t.addrs))
-	for i, a := range t.addrs {
-		stats[i] = redis.NewClient(&redis.Options{Addr: a})
-	}
-	defer closeAll(stats)
-	before, readsBefore, err := readStats(ctx, stats)
+	st := newServerStats(cfg.servers()[:1])
+	defer st.close()
+	before, err := st.read(ctx, "stats", "commandstats")
 	if err != nil {
 		return cc, err
 	}
-	for i := range cfg.CountPairs {
-		if err := pair(i); err != nil {
-			return cc, err
-		}
+	if err := pairs(ctx, w, cfg.CountPairs, len(keys)); err != nil {
+		return cc, err
 	}
-	after, readsAfter, err := readStats(ctx, stats)
+	after, err := st.read(ctx, "stats", "commandstats")
 	if err != nil {
 		return cc, err
 	}
-	// Each server counted the read of the second INFO before answering it.
-	cc.Reads = readsAfter - readsBefore - int64(len(stats))
-	cc.Calls = map[string]int64{}
-	for name, a := range after {
-		b := before[name]
-		cc.Calls[name] = a.calls - b.calls
+	// The server counted the read of the second INFO before answering it,
+	// and the first INFO once it had answered it.
+	cc.Reads = after.reads - before.reads - 1
+	for name, a := range after.calls {
+		b := before.calls[name]
+		if n := a.Calls - b.Calls - btoi(name == "info"); n != 0 {
+			cc.Calls[name] = n
+		}
 		if slices.Contains(scriptCommands, name) {
-			cc.ScriptUsec += a.usec - b.usec
+			cc.ScriptUsec += a.Usec - b.Usec
 		}
-		cc.Rejected += a.rejected - b.rejected
-		cc.Failed += a.failed - b.failed
-	}
-	// Each server counted the INFO that read its first figures once it had
-	// answered; the INFO that read the second is not in its own answer.
-	cc.Calls["info"] -= int64(len(stats))
-	for name, n := range cc.Calls {
-		if n == 0 {
-			delete(cc.Calls, name)
-		}
+		cc.Errors += a.Errors - b.Errors
 	}
 	return cc, nil
 }
 
-// commandStat is one command's line of INFO commandstats.
-type commandStat struct {
-	calls, usec, rejected, failed int64
+func btoi(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
-// readStats returns INFO commandstats of every server of cs, summed by
-// command, and the sum of their total_reads_processed, read with one INFO
-// per server.
-func readStats(ctx context.Context, cs []*redis.Client) (map[string]commandStat, int64, error) {
-	out := map[string]commandStat{}
-	var reads int64
-	for _, c := range cs {
-		info, err := c.Info(ctx, "stats", "commandstats").Result()
+// serverStats reads INFO from a set of servers.
+type serverStats struct{ cs []*redis.Client }
+
+func newServerStats(addrs []string) *serverStats {
+	s := &serverStats{}
+	for _, a := range addrs {
+		s.cs = append(s.cs, redis.NewClient(&redis.Options{Addr: a}))
+	}
+	return s
+}
+
+func (s *serverStats) close() { closeAll(s.cs) }
+
+// stats are figures of INFO, summed over servers.
+type stats struct {
+	cpu      time.Duration // used_cpu_sys plus used_cpu_user, all threads
+	reads    int64         // total_reads_processed
+	commands int64         // total_commands_processed
+	calls    map[string]CommandStat
+}
+
+// A CommandStat is one command's line of INFO commandstats: its calls,
+// the microseconds they took, and those refused or failed.
+type CommandStat struct{ Calls, Usec, Errors int64 }
+
+// CommandStats returns INFO commandstats of c's server by command name,
+// as "evalsha" or "config|resetstat".
+func CommandStats(ctx context.Context, c *redis.Client) (map[string]CommandStat, error) {
+	st, err := (&serverStats{cs: []*redis.Client{c}}).read(ctx, "commandstats")
+	return st.calls, err
+}
+
+// read reads the sections of INFO given, with one INFO per server.
+func (s *serverStats) read(ctx context.Context, sections ...string) (stats, error) {
+	st := stats{calls: map[string]CommandStat{}}
+	for _, c := range s.cs {
+		info, err := c.Info(ctx, sections...).Result()
 		if err != nil {
-			return nil, 0, fmt.Errorf("INFO stats commandstats: %w", err)
+			return st, fmt.Errorf("INFO %s: %w", strings.Join(sections, " "), err)
 		}
-		sc := bufio.NewScanner(strings.NewReader(info))
-		for sc.Scan() {
+		for line := range strings.SplitSeq(info, "\n") {
+			key, val, _ := strings.Cut(strings.TrimSpace(line), ":")
+			n, _ := strconv.ParseInt(val, 10, 64)
+			switch key {
+			case "used_cpu_sys", "used_cpu_user":
+				f, _ := strconv.ParseFloat(val, 64)
+				st.cpu += time.Duration(f * 1e9)
+			case "total_reads_processed":
+				st.reads += n
+			case "total_commands_processed":
+				st.commands += n
+			}
+			name, ok := strings.CutPrefix(key, "cmdstat_")
+			if !ok {
+				continue
+			}
 			// cmdstat_evalsha:calls=2,usec=31,usec_per_call=15.50,rejected_calls=0,failed_calls=0
-			key, rest, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
-			if key == "total_reads_processed" {
-				n, err := strconv.ParseInt(rest, 10, 64)
-				if err != nil {
-					return nil, 0, fmt.Errorf("INFO stats: total_reads_processed:%s", rest)
-				}
-				reads += n
-				continue
-			}
-			name, isCmd := strings.CutPrefix(key, "cmdstat_")
-			if !ok || !isCmd {
-				continue
-			}
-			s := out[name]
-			for f := range strings.SplitSeq(rest, ",") {
+			cs := st.calls[name]
+			for f := range strings.SplitSeq(val, ",") {
 				k, v, _ := strings.Cut(f, "=")
 				n, _ := strconv.ParseInt(v, 10, 64)
 				switch k {
 				case "calls":
-					s.calls += n
+					cs.Calls += n
 				case "usec":
-					s.usec += n
-				case "rejected_calls":
-					s.rejected += n
-				case "failed_calls":
-					s.failed += n
+					cs.Usec += n
+				case "rejected_calls", "failed_calls":
+					cs.Errors += n
 				}
 			}
-			out[name] = s
-		}
-		if err := sc.Err(); err != nil {
-			return nil, 0, err
+			st.calls[name] = cs
 		}
 	}
-	return out, reads, nil
+	return st, nil
+}
+
+// infoField returns the value of field name in an INFO reply, or "".
+func infoField(info, name string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
 }

@@ -1,11 +1,11 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -26,27 +26,19 @@ type Figure struct {
 //   - w1-goroutines-n{N}-latency.svg and w1-goroutines-n{N}-pairs.svg: the
 //     same against G at N nodes (for each N with at least three G);
 //   - realistic-n{N}-g{G}-tail.svg: over the realistic network, each
-//     library's acquire p99 and p999 with a server stalling and without
-//     (what the reports have of each);
+//     library's acquire p99 and p999 with a server stalling and without;
 //   - keys-memory.svg: the server's bytes per distinct key against the
 //     number of keys (KEYS).
 func Figures(reps []*Report) []Figure {
-	var figs []Figure
-	figs = append(figs, w1Figures(reps)...)
+	figs := w1Figures(reps)
 	figs = append(figs, netFigures(reps)...)
-	if f, ok := keysFigure(reps); ok {
-		figs = append(figs, f)
-	}
-	return figs
+	return append(figs, keysFigure(reps)...)
 }
 
 // samples collects the values one quantity took over several runs.
 type samples []float64
 
 func (s samples) mean() float64 {
-	if len(s) == 0 {
-		return math.NaN()
-	}
 	t := 0.0
 	for _, v := range s {
 		t += v
@@ -54,72 +46,69 @@ func (s samples) mean() float64 {
 	return t / float64(len(s))
 }
 
-func (s samples) lo() float64 { return slices.Min(s) }
-func (s samples) hi() float64 { return slices.Max(s) }
-
-type w1Key struct {
-	lib  string
-	n, g int
+// add adds a point at x with the mean of v, and a bar over its range.
+func (s *Series) add(x float64, v samples) {
+	s.X, s.Y, s.Lo, s.Hi = append(s.X, x), append(s.Y, v.mean()), append(s.Lo, slices.Min(v)), append(s.Hi, slices.Max(v))
 }
 
-type w1Vals struct{ ops, p50, p99 samples }
+// gather collects, from each report that keep accepts and each W1 row,
+// the values that val gives under the key that key gives, and returns
+// them, the reports each key came from, and the libraries in the order
+// of Libraries.
+func gather[K comparable](reps []*Report, keep func(*Report) bool, key func(*Report, Row) K, val func(Row) float64) (map[K]samples, map[K][]*Report, []string) {
+	vals, from := map[K]samples{}, map[K][]*Report{}
+	var libs []string
+	for _, r := range reps {
+		for _, row := range r.Rows {
+			if !keep(r) || row.Cell.Workload != W1 || row.NA || row.Ops == 0 {
+				continue
+			}
+			k := key(r, row)
+			vals[k] = append(vals[k], val(row))
+			if !slices.Contains(from[k], r) {
+				from[k] = append(from[k], r)
+			}
+			if !slices.Contains(libs, row.Library) {
+				libs = append(libs, row.Library)
+			}
+		}
+	}
+	slices.SortFunc(libs, func(a, b string) int { return slices.Index(Libraries(), a) - slices.Index(Libraries(), b) })
+	return vals, from, libs
+}
 
 // runNotes returns the small print of a plot from the reports that gave
-// its points: how many runs, their commands, the machine, and the load
-// averages.
+// its points: how many runs, the machine, the load averages and their
+// commands (without -json: where a run saved its report is no part of
+// what it measured).
 func runNotes(reps []*Report, what string) []string {
 	var cmds, loads []string
 	for _, r := range reps {
-		if c := dropFlag(r.Command, "-json"); c != "" && !slices.Contains(cmds, c) {
+		w := strings.Fields(r.Command)
+		if i := slices.Index(w, "-json"); i >= 0 && i+1 < len(w) {
+			w = slices.Delete(w, i, i+2)
+		}
+		if c := strings.Join(w, " "); c != "" && !slices.Contains(cmds, c) {
 			cmds = append(cmds, c)
 		}
-		loads = append(loads, first(r.LoadStart)+"→"+first(r.LoadEnd))
+		loads = append(loads, strings.Fields(r.LoadStart + " ?")[0]+"→"+strings.Fields(r.LoadEnd + " ?")[0])
 	}
-	var notes []string
-	notes = append(notes, fmt.Sprintf("%s; %d run(s) of %s, %s UTC; 1-min load average (start→end): %s",
-		what, len(reps), describeMachine(reps[0].Machine), reps[0].Started.UTC().Format("2006-01-02"), strings.Join(loads, ", ")))
+	m := reps[0].Machine
+	notes := wrap(fmt.Sprintf("%s; %d run(s) of %d CPUs, redis-server %s, %s, %s UTC; 1-min load average (start→end): %s",
+		what, len(reps), m.Cores, m.Redis, m.Go, reps[0].Started.UTC().Format("2006-01-02"), strings.Join(loads, ", ")))
 	for _, c := range cmds {
-		notes = append(notes, wrap(c, 125)...)
+		notes = append(notes, wrap(c)...)
 	}
-	var out []string
-	for _, n := range notes {
-		out = append(out, wrap(n, 125)...)
-	}
-	return out
+	return notes
 }
 
-// dropFlag removes flag and its value from a command line: where a run
-// saved its JSON report is no part of what it measured.
-func dropFlag(cmd, flag string) string {
-	w := strings.Fields(cmd)
-	for i := 0; i < len(w); i++ {
-		if w[i] == flag && i+1 < len(w) {
-			w = append(w[:i], w[i+2:]...)
-			i--
-		}
-	}
-	return strings.Join(w, " ")
-}
-
-func describeMachine(m Machine) string {
-	return fmt.Sprintf("%d CPUs, redis-server %s, %s", m.Cores, m.Redis, m.Go)
-}
-
-// first returns the first field of a load average: the 1-minute one.
-func first(load string) string {
-	if f := strings.Fields(load); len(f) > 0 {
-		return f[0]
-	}
-	return "?"
-}
-
-// wrap splits s into lines of at most width bytes, at spaces.
-func wrap(s string, width int) []string {
+// wrap splits s into lines of at most 125 bytes, at spaces.
+func wrap(s string) []string {
 	var lines []string
-	for len(s) > width {
-		i := strings.LastIndex(s[:width], " ")
+	for len(s) > 125 {
+		i := strings.LastIndex(s[:125], " ")
 		if i <= 0 {
-			i = width
+			i = 125
 		}
 		lines = append(lines, s[:i])
 		s = "    " + strings.TrimLeft(s[i:], " ")
@@ -127,40 +116,36 @@ func wrap(s string, width int) []string {
 	return append(lines, s)
 }
 
-// us returns d in microseconds.
-func us(d time.Duration) float64 { return float64(d) / 1e3 }
+type w1Key struct {
+	lib  string
+	n, g int
+	q    string // "ops", "p50" or "p99"
+}
 
 func w1Figures(reps []*Report) []Figure {
-	vals := map[w1Key]*w1Vals{}
-	from := map[w1Key][]*Report{}
+	loopback := func(r *Report) bool { return r.Network == "" }
+	var vals map[w1Key]samples
+	var from map[w1Key][]*Report
 	var libs []string
-	for _, r := range reps {
-		if r.Network != "" {
-			continue
-		}
-		for _, row := range r.Rows {
-			c := row.Cell
-			if c.Workload != W1 || c.Cluster || row.NA || row.Ops == 0 {
-				continue
-			}
-			k := w1Key{row.Library, c.N, c.G}
-			v := vals[k]
-			if v == nil {
-				v = new(w1Vals)
-				vals[k] = v
-			}
-			v.ops = append(v.ops, row.OpsPerSec)
-			v.p50 = append(v.p50, us(row.Acquire.P50))
-			v.p99 = append(v.p99, us(row.Acquire.P99))
-			from[k] = append(from[k], r)
-			if !slices.Contains(libs, row.Library) {
-				libs = append(libs, row.Library)
-			}
+	for _, q := range []string{"ops", "p50", "p99"} {
+		v, f, l := gather(reps, loopback, func(_ *Report, row Row) w1Key { return w1Key{row.Library, row.Cell.N, row.Cell.G, q} },
+			func(row Row) float64 {
+				switch q {
+				case "p50":
+					return us(row.Acquire.P50)
+				case "p99":
+					return us(row.Acquire.P99)
+				}
+				return row.OpsPerSec
+			})
+		if vals == nil {
+			vals, from, libs = v, f, l
+		} else {
+			maps.Copy(vals, v)
 		}
 	}
-	slices.SortFunc(libs, func(a, b string) int { return slices.Index(Libraries(), a) - slices.Index(Libraries(), b) })
 	ns, gs := map[int][]int{}, map[int][]int{} // G → its Ns; N → its Gs
-	for k := range vals {
+	for k := range from {
 		if !slices.Contains(ns[k.g], k.n) {
 			ns[k.g] = append(ns[k.g], k.n)
 		}
@@ -169,246 +154,180 @@ func w1Figures(reps []*Report) []Figure {
 		}
 	}
 	var figs []Figure
-	// plot draws the latency and pairs figures of the points whose key
-	// fix selects, against x.
+	// plot draws the latency and pairs figures of the points that key
+	// selects, against x.
 	plot := func(name, title, xlabel string, logX bool, xs []int, key func(lib string, x int) w1Key) {
 		slices.Sort(xs)
-		var lat, ops []Series
+		var lat, ops, legend []Series
 		var used []*Report
-		runs := map[int]bool{}
 		for _, lib := range libs {
-			s50 := Series{Name: lib + " p50", Color: LibraryColor(lib)}
-			s99 := Series{Name: lib + " p99", Color: LibraryColor(lib), Dashed: true}
-			so := Series{Name: lib, Color: LibraryColor(lib)}
+			s50 := Series{Name: lib, Color: libColor(lib)}
+			s99 := Series{Name: lib + " p99", Color: libColor(lib), Dashed: true}
+			so := Series{Name: lib, Color: libColor(lib)}
 			for _, x := range xs {
-				v := vals[key(lib, x)]
-				if v == nil {
+				k := key(lib, x)
+				if from[k] == nil {
 					continue
 				}
-				runs[len(v.ops)] = true
-				for _, r := range from[key(lib, x)] {
+				for _, r := range from[k] {
 					if !slices.Contains(used, r) {
 						used = append(used, r)
 					}
 				}
-				fx := float64(x)
-				s50.X, s50.Y, s50.Lo, s50.Hi = append(s50.X, fx), append(s50.Y, v.p50.mean()), append(s50.Lo, v.p50.lo()), append(s50.Hi, v.p50.hi())
-				s99.X, s99.Y, s99.Lo, s99.Hi = append(s99.X, fx), append(s99.Y, v.p99.mean()), append(s99.Lo, v.p99.lo()), append(s99.Hi, v.p99.hi())
-				so.X, so.Y, so.Lo, so.Hi = append(so.X, fx), append(so.Y, v.ops.mean()), append(so.Lo, v.ops.lo()), append(so.Hi, v.ops.hi())
+				k.q = "p50"
+				s50.add(float64(x), vals[k])
+				k.q = "p99"
+				s99.add(float64(x), vals[k])
+				so.add(float64(x), vals[key(lib, x)])
 			}
-			if len(so.X) == 0 {
-				continue
+			if len(so.X) > 0 {
+				lat, ops, legend = append(lat, s50, s99), append(ops, so), append(legend, s50)
 			}
-			so.Name = lib
-			lat = append(lat, s50, s99)
-			ops = append(ops, so)
 		}
 		if len(ops) == 0 {
 			return
 		}
-		rs := slices.Sorted(maps.Keys(runs))
-		what := fmt.Sprintf("points: mean of %s runs, bars: their range", intRange(rs))
-		notes := runNotes(used, what)
-		// The legend names each library once; the styles say which line
-		// is which percentile.
-		legend := make([]Series, 0, len(lat))
-		for i := 0; i < len(lat); i += 2 {
-			s := lat[i]
-			s.Name = strings.TrimSuffix(s.Name, " p50")
-			legend = append(legend, s)
-		}
+		notes := runNotes(used, fmt.Sprintf("points: mean of %d runs, bars: their range", len(used)))
 		lp := &LinePlot{Title: title + ": acquire latency", XLabel: xlabel, YLabel: "acquire latency (µs, log scale)", LogX: logX, LogY: true,
 			Notes: notes, Styles: []string{"solid: p50", "dashed: p99"}, Series: lat, Legend: legend}
-		figs = append(figs, Figure{Name: name + "-latency.svg", SVG: lp.SVG()})
 		op := &LinePlot{Title: title + ": lock+release pairs per second", XLabel: xlabel, YLabel: "pairs per second", LogX: logX, YZero: true,
 			Notes: notes, Series: ops}
-		figs = append(figs, Figure{Name: name + "-pairs.svg", SVG: op.SVG()})
+		figs = append(figs, Figure{name + "-latency.svg", lp.SVG()}, Figure{name + "-pairs.svg", op.SVG()})
 	}
 	for _, g := range slices.Sorted(maps.Keys(ns)) {
-		if len(ns[g]) < 2 {
-			continue
+		if len(ns[g]) >= 2 {
+			plot(fmt.Sprintf("w1-nodes-g%d", g), fmt.Sprintf("W1, G=%d, against N", g), "N (nodes)", false, ns[g],
+				func(lib string, n int) w1Key { return w1Key{lib, n, g, "ops"} })
 		}
-		plot(fmt.Sprintf("w1-nodes-g%d", g), fmt.Sprintf("W1, G=%d, against N", g), "N (nodes)", false, ns[g],
-			func(lib string, n int) w1Key { return w1Key{lib, n, g} })
 	}
 	for _, n := range slices.Sorted(maps.Keys(gs)) {
-		if len(gs[n]) < 3 {
-			continue
+		if len(gs[n]) >= 3 {
+			plot(fmt.Sprintf("w1-goroutines-n%d", n), fmt.Sprintf("W1, N=%d, against G", n), "G (goroutines, log scale)", true, gs[n],
+				func(lib string, g int) w1Key { return w1Key{lib, n, g, "ops"} })
 		}
-		plot(fmt.Sprintf("w1-goroutines-n%d", n), fmt.Sprintf("W1, N=%d, against G", n), "G (goroutines, log scale)", true, gs[n],
-			func(lib string, g int) w1Key { return w1Key{lib, n, g} })
 	}
 	return figs
 }
 
-// intRange formats sorted counts as "2" or "2–4".
-func intRange(v []int) string {
-	if len(v) == 0 {
-		return "0"
-	}
-	if v[0] == v[len(v)-1] {
-		return strconv.Itoa(v[0])
-	}
-	return fmt.Sprintf("%d–%d", v[0], v[len(v)-1])
-}
+// us returns d in microseconds.
+func us(d time.Duration) float64 { return float64(d) / 1e3 }
 
 type netKey struct {
-	lib    string
-	n, g   int
-	stalls bool
+	lib          string
+	n, g         int
+	stalls, p999 bool
 }
 
 func netFigures(reps []*Report) []Figure {
-	type tail struct{ p99, p999 samples }
-	vals := map[netKey]*tail{}
+	realistic := func(r *Report) bool { return r.Network != "" }
+	vals, cells := map[netKey]samples{}, map[netKey][]*Report{}
 	var libs []string
-	cells := map[[2]int][]*Report{}
-	for _, r := range reps {
-		if r.Network == "" {
-			continue
-		}
-		for _, row := range r.Rows {
-			c := row.Cell
-			if c.Workload != W1 || row.NA || row.Ops == 0 {
-				continue
-			}
-			k := netKey{row.Library, c.N, c.G, r.Stalls()}
-			v := vals[k]
-			if v == nil {
-				v = new(tail)
-				vals[k] = v
-			}
-			v.p99 = append(v.p99, float64(row.Acquire.P99)/1e6)
-			v.p999 = append(v.p999, float64(row.Acquire.P999)/1e6)
-			if !slices.Contains(libs, row.Library) {
-				libs = append(libs, row.Library)
-			}
-			ck := [2]int{c.N, c.G}
-			if !slices.Contains(cells[ck], r) {
-				cells[ck] = append(cells[ck], r)
+	for _, p999 := range []bool{false, true} {
+		v, from, l := gather(reps, realistic, func(r *Report, row Row) netKey { return netKey{row.Library, row.Cell.N, row.Cell.G, r.Stalls(), p999} },
+			func(row Row) float64 {
+				if p999 {
+					return float64(row.Acquire.P999) / 1e6
+				}
+				return float64(row.Acquire.P99) / 1e6
+			})
+		maps.Copy(vals, v)
+		libs = l
+		for k, rs := range from {
+			c := netKey{n: k.n, g: k.g}
+			for _, r := range rs {
+				if !slices.Contains(cells[c], r) {
+					cells[c] = append(cells[c], r)
+				}
 			}
 		}
 	}
-	slices.SortFunc(libs, func(a, b string) int { return slices.Index(Libraries(), a) - slices.Index(Libraries(), b) })
 	var figs []Figure
-	for _, ck := range slices.SortedFunc(maps.Keys(cells), func(a, b [2]int) int { return (a[0]-b[0])*10000 + a[1] - b[1] }) {
-		n, g := ck[0], ck[1]
-		kinds := []struct {
-			name   string
-			stalls bool
-			p999   bool
-			color  string
-		}{
-			{"p99, one server stalling", true, false, "#d62728"},
-			{"p99, no stalls", false, false, "#1f77b4"},
-			{"p999, one server stalling", true, true, "#ff9896"},
-			{"p999, no stalls", false, true, "#aec7e8"},
-		}
+	for _, ck := range slices.SortedFunc(maps.Keys(cells), func(a, b netKey) int { return cmp.Or(a.n-b.n, a.g-b.g) }) {
 		var bars []Series
-		runs := map[int]bool{}
-		for _, kd := range kinds {
-			s := Series{Name: kd.name, Color: kd.color}
-			any := false
+		for i, kd := range []string{"p99, one server stalling", "p99, no stalls", "p999, one server stalling", "p999, no stalls"} {
+			s := Series{Name: kd, Color: []string{"#d62728", "#1f77b4", "#ff9896", "#aec7e8"}[i]}
 			for _, lib := range libs {
-				v := vals[netKey{lib, n, g, kd.stalls}]
+				v := vals[netKey{lib, ck.n, ck.g, i%2 == 0, i >= 2}]
 				if v == nil {
-					s.Y, s.Lo, s.Hi = append(s.Y, math.NaN()), append(s.Lo, math.NaN()), append(s.Hi, math.NaN())
+					s.add(math.NaN(), samples{math.NaN()})
 					continue
 				}
-				any = true
-				q := v.p99
-				if kd.p999 {
-					q = v.p999
-				}
-				runs[len(q)] = true
-				s.Y, s.Lo, s.Hi = append(s.Y, q.mean()), append(s.Lo, q.lo()), append(s.Hi, q.hi())
+				s.add(0, v)
 			}
-			if any {
+			if slices.ContainsFunc(s.Y, func(y float64) bool { return !math.IsNaN(y) }) {
 				bars = append(bars, s)
 			}
 		}
-		rs := slices.Sorted(maps.Keys(runs))
 		bp := &BarPlot{
-			Title:  fmt.Sprintf("Realistic network, W1 N=%d G=%d: acquire tail", n, g),
+			Title:  fmt.Sprintf("Realistic network, W1 N=%d G=%d: acquire tail", ck.n, ck.g),
 			YLabel: "acquire latency (ms)",
 			Groups: libs,
 			Bars:   bars,
-			Notes:  runNotes(cells[ck], fmt.Sprintf("bars: mean of %s runs, whiskers: their range", intRange(rs))),
+			Notes:  runNotes(cells[ck], fmt.Sprintf("bars: mean of %d runs, whiskers: their range", len(cells[ck]))),
 		}
-		figs = append(figs, Figure{Name: fmt.Sprintf("realistic-n%d-g%d-tail.svg", n, g), SVG: bp.SVG()})
+		figs = append(figs, Figure{fmt.Sprintf("realistic-n%d-g%d-tail.svg", ck.n, ck.g), bp.SVG()})
 	}
 	return figs
 }
 
-func keysFigure(reps []*Report) (Figure, bool) {
+func keysFigure(reps []*Report) []Figure {
 	type key struct {
 		lib       string
 		retention time.Duration
-		phase     string
+		phase     int // held, released, expired
 	}
 	vals := map[key]map[int]samples{}
 	var used []*Report
-	add := func(k key, keys int, v float64) {
+	add := func(k key, keys int, m float64) {
 		if vals[k] == nil {
 			vals[k] = map[int]samples{}
 		}
-		vals[k][keys] = append(vals[k][keys], v)
+		vals[k][keys] = append(vals[k][keys], m)
 	}
 	for _, r := range reps {
-		if len(r.Keys) == 0 {
-			continue
+		if len(r.Keys) > 0 {
+			used = append(used, r)
 		}
-		used = append(used, r)
 		for _, km := range r.Keys {
-			add(key{km.Library, km.Retention, "held"}, km.Keys, km.PerKey(km.UsedHeld))
+			add(key{km.Library, km.Retention, 0}, km.Keys, km.PerKey(km.UsedHeld))
 			// With a short retention the read after the release waits for
 			// used_memory to settle, by when the counters have expired:
 			// the expired line says it.
 			if km.UsedReleased != 0 && km.UsedExpired == 0 {
-				add(key{km.Library, km.Retention, "released"}, km.Keys, km.PerKey(km.UsedReleased))
+				add(key{km.Library, km.Retention, 1}, km.Keys, km.PerKey(km.UsedReleased))
 			}
 			if km.UsedExpired != 0 {
-				add(key{km.Library, km.Retention, "expired"}, km.Keys, km.PerKey(km.UsedExpired))
+				add(key{km.Library, km.Retention, 2}, km.Keys, km.PerKey(km.UsedExpired))
 			}
 		}
 	}
 	if len(vals) == 0 {
-		return Figure{}, false
+		return nil
 	}
-	ks := slices.SortedFunc(maps.Keys(vals), func(a, b key) int {
-		if a.lib != b.lib {
-			return strings.Compare(b.lib, a.lib) // SET NX PX last
-		}
-		if a.retention != b.retention {
-			return int(a.retention - b.retention)
-		}
-		return slices.Index([]string{"held", "released", "expired"}, a.phase) - slices.Index([]string{"held", "released", "expired"}, b.phase)
-	})
 	var ss []Series
-	runs := map[int]bool{}
-	for _, k := range ks {
-		name := k.lib + ", " + k.phase
+	for i, k := range slices.SortedFunc(maps.Keys(vals), func(a, b key) int {
+		return cmp.Or(strings.Compare(b.lib, a.lib), cmp.Compare(a.retention, b.retention), a.phase-b.phase) // SET NX PX last
+	}) {
+		phase := []string{"held", "released", "expired"}[k.phase]
+		name := k.lib + ", " + phase
 		if k.lib != LibSetNX {
 			ret := "default retention"
 			if k.retention > 0 {
 				ret = "retention " + k.retention.String()
 			}
-			name = fmt.Sprintf("ours, %s, %s", ret, k.phase)
+			name = fmt.Sprintf("ours, %s, %s", ret, phase)
 		}
-		s := Series{Name: name, Dashed: k.phase != "held"}
+		s := Series{Name: name, Dashed: k.phase > 0, Color: palette[i%len(palette)]}
 		for _, n := range slices.Sorted(maps.Keys(vals[k])) {
-			v := vals[k][n]
-			runs[len(v)] = true
-			s.X, s.Y, s.Lo, s.Hi = append(s.X, float64(n)), append(s.Y, v.mean()), append(s.Lo, v.lo()), append(s.Hi, v.hi())
+			s.add(float64(n), vals[k][n])
 		}
 		ss = append(ss, s)
 	}
-	rs := slices.Sorted(maps.Keys(runs))
 	p := &LinePlot{
 		Title:  "Server memory per distinct key (one node)",
 		XLabel: "distinct keys (log scale)", YLabel: "bytes per key (used_memory)",
 		LogX: true, YZero: true, Series: ss,
-		Notes: runNotes(used, fmt.Sprintf("points: mean of %s runs, bars: their range; held: every lock held; released: just after release; expired: the counters expired", intRange(rs))),
+		Notes: runNotes(used, fmt.Sprintf("points: mean of %d runs, bars: their range; held: every lock held; released: just after release; expired: the counters expired", len(used))),
 	}
-	return Figure{Name: "keys-memory.svg", SVG: p.SVG()}, true
+	return []Figure{{"keys-memory.svg", p.SVG()}}
 }

@@ -15,12 +15,11 @@ require (
 	github.com/quorumlock/redlock/goredisnode v0.0.0
 	github.com/quorumlock/redlock/rueidisnode v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/redis/rueidis v1.0.79
-	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
 )
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/redis/rueidis v1.0.79 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )

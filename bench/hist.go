@@ -89,18 +89,6 @@ func (h *hist) quantile(q float64) time.Duration {
 	return h.max
 }
 
-// atLeast returns how many recorded values are at least d, counting a
-// bucket in whole by its middle value, as quantile does.
-func (h *hist) atLeast(d time.Duration) uint64 {
-	var n uint64
-	for i, c := range h.counts {
-		if lo, hi := bucketRange(i); c > 0 && time.Duration(lo+(hi-lo)/2) >= d {
-			n += c
-		}
-	}
-	return n
-}
-
 // latencies returns the percentiles of h that the report shows.
 func (h *hist) latencies() latencies {
 	return latencies{P50: h.quantile(0.50), P99: h.quantile(0.99), P999: h.quantile(0.999), Max: h.max}

@@ -19,27 +19,12 @@ import (
 	"github.com/quorumlock/redlock/goredisnode"
 	"github.com/quorumlock/redlock/rueidisnode"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/rueidis"
 )
 
-// Retry selects how a library retries a lock that is taken.
-type Retry int
-
-const (
-	// RetryDefault is the library as shipped.
-	RetryDefault Retry = iota
-	// RetryTuned is a low retry delay, Config.TunedDelay, and as many
-	// tries as fit in a TTL.
-	RetryTuned
-)
-
-// String returns "default" or "tuned".
-func (r Retry) String() string {
-	if r == RetryTuned {
-		return "tuned"
-	}
-	return "default"
-}
+// tunedDelay is the retry delay of W2's tuned cells (Cell.Tuned), where
+// each library retries this often, as many times as fit in a TTL; the
+// other cells run each library's retry as shipped.
+const tunedDelay = time.Millisecond
 
 // The names of the libraries compared.
 const (
@@ -58,60 +43,17 @@ func Libraries() []string {
 	return []string{LibRedlockGoRedis, LibRedlockRueidis, LibRedsync, LibRedsyncFast, LibBSM, LibRaw, LibQuorumFloor}
 }
 
-// DefaultLibraries returns the libraries of a full run: redsync with its
-// defaults only, and no quorum floor, which the realistic-network runs
-// add.
-func DefaultLibraries() []string {
-	return []string{LibRedlockGoRedis, LibRedlockRueidis, LibRedsync, LibBSM, LibRaw}
-}
-
 // supports reports whether library lib can run cell c: bsm/redislock
-// locks one node only, only this module's client has a semaphore and
-// elections, and the quorum floor, which does not lock, runs W1 only.
+// locks one node only, only this module's client has a read-write lock,
+// and the quorum floor, which does not lock, runs W1 only.
 func supports(lib string, c Cell) bool {
 	switch {
-	case ownOnly(c.Workload):
-		return lib == LibRedlockGoRedis || lib == LibRedlockRueidis
+	case c.Workload == RW:
+		return ours(lib)
 	case lib == LibQuorumFloor:
 		return c.Workload == W1
 	}
 	return lib != LibBSM || c.N == 1
-}
-
-// A target is what a cell's clients lock on: N plain servers, each a
-// node, or one Redis Cluster, which is a single node.
-type target struct {
-	addrs   []string // the servers, or the cluster's masters
-	cluster bool
-}
-
-// nodes returns the number of nodes of t.
-func (t target) nodes() int {
-	if t.cluster {
-		return 1
-	}
-	return len(t.addrs)
-}
-
-// String describes t, as in "1 server" or "cluster of 3".
-func (t target) String() string {
-	switch {
-	case t.cluster:
-		return fmt.Sprintf("cluster of %d", len(t.addrs))
-	case len(t.addrs) == 1:
-		return "1 server"
-	}
-	return fmt.Sprintf("%d servers", len(t.addrs))
-}
-
-// newGoRedis returns a go-redis client with default options for t: a
-// *redis.Client for one server, or a *redis.ClusterClient for the
-// cluster, which sends each command to the master of its key's slot.
-func newGoRedis(t target, addr string) redis.UniversalClient {
-	if t.cluster {
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: t.addrs})
-	}
-	return redis.NewClient(&redis.Options{Addr: addr})
 }
 
 // rawDefaultDelay is the raw floor's retry delay when it is not tuned: the
@@ -121,11 +63,9 @@ const rawDefaultDelay = 50 * time.Millisecond
 
 // settings is what a library's client is opened with.
 type settings struct {
-	retry      Retry
-	tunedDelay time.Duration
+	tuned      bool // retry every tunedDelay
 	ttl        time.Duration
-	quarantine bool          // redlock: restart quarantine on (the default)
-	hold       time.Duration // Sem and Elect: how long a permit or a leadership is held
+	quarantine bool // redlock: restart quarantine on (the default)
 }
 
 // A client is one library's client for a set of nodes, as one process
@@ -148,15 +88,19 @@ type worker interface {
 	unlock(ctx context.Context) error
 }
 
-// open connects library lib to the servers of t.
-func open(lib string, t target, s settings) (client, error) {
+// open connects library lib to the servers at t, a node each.
+func open(lib string, t []string, s settings) (client, error) {
 	switch lib {
 	case LibRedlockGoRedis, LibRedlockRueidis:
-		return openRedlock(lib, t, s)
+		c, err := openRedlock(lib, t, s)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return c, nil
 	case LibRedsync, LibRedsyncFast:
 		return openRedsync(t, s, lib == LibRedsyncFast), nil
 	case LibBSM:
-		if t.nodes() != 1 {
+		if len(t) != 1 {
 			return nil, fmt.Errorf("%s supports a single node only", lib)
 		}
 		return openBSM(t, s), nil
@@ -171,15 +115,6 @@ func open(lib string, t target, s settings) (client, error) {
 // closer is a node or a client that must be closed.
 type closer interface{ Close() error }
 
-// closeFunc makes a closer of a Close method without a result, such as
-// rueidis.Client's.
-type closeFunc func()
-
-func (f closeFunc) Close() error {
-	f()
-	return nil
-}
-
 func closeAll[T closer](cs []T) error {
 	var errs []error
 	for _, c := range cs {
@@ -191,90 +126,66 @@ func closeAll[T closer](cs []T) error {
 // --- redlock ---------------------------------------------------------------
 
 type redlockClient struct {
-	c     *redlock.Client
-	nodes []closer // the nodes, and the clients given to New
-	ttl   time.Duration
+	c    *redlock.Client
+	done func() error // closes c and its nodes
+	ttl  time.Duration
 }
 
 // openRedlock opens this module's client through the adapter lib names,
 // with the default options, or with the restart quarantine off if s says
 // so. With it on, the servers must be older than the TTL to vote.
-//
-// Each plain server is a node from the adapter's Dial. The cluster is one
-// node from the adapter's New, given a cluster client made as a program
-// would make one: a *redis.ClusterClient with the options that
-// goredisnode.New asks for (no retries, context deadlines honoured), or a
-// rueidis client whose InitAddress lists the masters, which rueidis takes
-// for a cluster, with retries and client-side caching off, as
-// rueidisnode.Dial has them.
-func openRedlock(lib string, t target, s settings) (*redlockClient, error) {
-	rc := &redlockClient{ttl: s.ttl}
-	var nodes []redlock.Node
-	if t.cluster {
-		n, err := rc.openClusterNode(lib, t.addrs)
-		if err != nil {
-			closeAll(rc.nodes)
-			return nil, err
-		}
-		nodes = append(nodes, n)
-	} else {
-		for _, a := range t.addrs {
-			n, err := rc.dialNode(lib, a)
-			if err != nil {
-				closeAll(rc.nodes)
-				return nil, err
-			}
-			nodes = append(nodes, n)
-		}
-	}
+func openRedlock(lib string, t []string, s settings) (*redlockClient, error) {
 	opts := &redlock.Options{DisableQuarantine: !s.quarantine}
-	if s.retry == RetryTuned {
-		opts.RetryDelay = s.tunedDelay
+	if s.tuned {
+		opts.RetryDelay = tunedDelay
+	}
+	c, closeC, err := dialRedlock(lib, t, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &redlockClient{c: c, done: closeC, ttl: s.ttl}, nil
+}
+
+func (rc *redlockClient) close() error { return rc.done() }
+
+// A closingNode is a node from an adapter's Dial, which its caller closes.
+type closingNode interface {
+	redlock.Node
+	Close() error
+}
+
+// dialRedlock makes a client of lib over the servers at addrs, a node
+// each from the Dial of the adapter lib names (rueidisnode for
+// LibRedlockRueidis, goredisnode for LibRedlockGoRedis), and a function that closes it and its
+// nodes.
+func dialRedlock(lib string, addrs []string, opts *redlock.Options) (*redlock.Client, func() error, error) {
+	var nodes []redlock.Node
+	var dialed []closingNode
+	for _, a := range addrs {
+		var n closingNode
+		var err error
+		if lib == LibRedlockRueidis {
+			n, err = rueidisnode.Dial("redis://" + a)
+		} else {
+			n, err = goredisnode.Dial("redis://" + a)
+		}
+		if err != nil {
+			closeAll(dialed)
+			return nil, nil, err
+		}
+		nodes, dialed = append(nodes, n), append(dialed, n)
 	}
 	c, err := redlock.New(nodes, opts)
 	if err != nil {
-		closeAll(rc.nodes)
-		return nil, err
+		closeAll(dialed)
+		return nil, nil, err
 	}
-	rc.c = c
-	return rc, nil
-}
-
-// dialNode makes the node of the server at addr with the adapter's Dial
-// (DialNode), and appends it to rc.nodes.
-func (rc *redlockClient) dialNode(lib, addr string) (redlock.Node, error) {
-	n, err := DialNode(lib, addr)
-	if err != nil {
-		return nil, err
-	}
-	rc.nodes = append(rc.nodes, n)
-	return n, nil
-}
-
-// openClusterNode makes the node of the cluster whose masters are at
-// addrs, and appends what must be closed to rc.nodes: the node first,
-// then its client.
-func (rc *redlockClient) openClusterNode(lib string, addrs []string) (redlock.Node, error) {
-	if lib == LibRedlockRueidis {
-		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, DisableRetry: true, DisableCache: true})
-		if err != nil {
-			return nil, fmt.Errorf("rueidis cluster client: %w", err)
-		}
-		n := rueidisnode.New(c, "")
-		rc.nodes = append(rc.nodes, n, closeFunc(c.Close))
-		return n, nil
-	}
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1, ContextTimeoutEnabled: true})
-	n := goredisnode.New(c, "")
-	rc.nodes = append(rc.nodes, n, c)
-	return n, nil
+	return c, func() error { c.Close(); return closeAll(dialed) }, nil
 }
 
 func (rc *redlockClient) worker(keys []string) worker {
 	return &redlockWorker{c: rc.c, keys: keys, ttl: rc.ttl}
 }
-
-func (rc *redlockClient) close() error { return closeAll(rc.nodes) }
 
 type redlockWorker struct {
 	c    *redlock.Client
@@ -305,31 +216,30 @@ func (w *redlockWorker) unlock(ctx context.Context) error {
 
 type redsyncClient struct {
 	rs       *redsync.Redsync
-	clients  []redis.UniversalClient
+	clients  []*redis.Client
 	opts     []redsync.Option
 	failFast bool
 }
 
 // openRedsync opens redsync over one go-redis client (a pool) per node,
-// each with go-redis's default options; the cluster's is a
-// *redis.ClusterClient. With failFast, its rounds end as soon as a quorum
+// each with go-redis's default options. With failFast, its rounds end as soon as a quorum
 // has granted (or refused), as WithFailFast(true) has them; by default
 // they wait for every node.
-func openRedsync(t target, s settings, failFast bool) *redsyncClient {
+func openRedsync(t []string, s settings, failFast bool) *redsyncClient {
 	rc := &redsyncClient{opts: []redsync.Option{redsync.WithExpiry(s.ttl)}, failFast: failFast}
 	if failFast {
 		rc.opts = append(rc.opts, redsync.WithFailFast(true))
 	}
-	pools := make([]redsyncredis.Pool, 0, t.nodes())
-	for i := range t.nodes() {
-		c := newGoRedis(t, t.addrs[i])
+	pools := make([]redsyncredis.Pool, 0, len(t))
+	for _, a := range t {
+		c := redis.NewClient(&redis.Options{Addr: a})
 		rc.clients = append(rc.clients, c)
 		pools = append(pools, redsyncgoredis.NewPool(c))
 	}
-	if s.retry == RetryTuned {
+	if s.tuned {
 		rc.opts = append(rc.opts,
-			redsync.WithRetryDelay(s.tunedDelay),
-			redsync.WithTries(max(1, int(s.ttl/s.tunedDelay))))
+			redsync.WithRetryDelay(tunedDelay),
+			redsync.WithTries(max(1, int(s.ttl/tunedDelay))))
 	}
 	rc.rs = redsync.New(pools...)
 	return rc
@@ -410,21 +320,20 @@ func (w *redsyncWorker) unlock(ctx context.Context) error {
 // --- bsm/redislock -----------------------------------------------------------
 
 type bsmClient struct {
-	rc   redis.UniversalClient
+	rc   *redis.Client
 	c    *redislock.Client
 	ttl  time.Duration
 	opts *redislock.Options
 }
 
 // openBSM opens bsm/redislock over one go-redis client with default
-// options (a *redis.ClusterClient for the cluster). Its default is not to
-// retry; tuned, it retries every Config.TunedDelay (LinearBackoff) until
-// the TTL has passed.
-func openBSM(t target, s settings) *bsmClient {
-	rc := newGoRedis(t, t.addrs[0])
+// options. Its default is not to retry; tuned, it retries every
+// tunedDelay (LinearBackoff) until the TTL has passed.
+func openBSM(t []string, s settings) *bsmClient {
+	rc := redis.NewClient(&redis.Options{Addr: t[0]})
 	c := &bsmClient{rc: rc, c: redislock.New(rc), ttl: s.ttl}
-	if s.retry == RetryTuned {
-		c.opts = &redislock.Options{RetryStrategy: redislock.LinearBackoff(s.tunedDelay)}
+	if s.tuned {
+		c.opts = &redislock.Options{RetryStrategy: redislock.LinearBackoff(tunedDelay)}
 	}
 	return c
 }
@@ -466,35 +375,33 @@ const rawRelease = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.c
 
 // rawClient is the floor: what a naive Redlock over go-redis does, with
 // one goroutine per node for each request, no pipelining, and a fresh
-// random token per attempt. On the cluster it has one node, a
-// *redis.ClusterClient.
+// random token per attempt.
 type rawClient struct {
-	clients []redis.UniversalClient
+	clients []*redis.Client
 	sha     string
 	quorum  int
 	ttlMs   int64
 	delay   time.Duration
 }
 
-func openRaw(t target, s settings) (*rawClient, error) {
+func openRaw(t []string, s settings) (*rawClient, error) {
 	sum := sha1.Sum([]byte(rawRelease))
 	c := &rawClient{
 		sha:    hex.EncodeToString(sum[:]),
-		quorum: t.nodes()/2 + 1,
+		quorum: len(t)/2 + 1,
 		ttlMs:  s.ttl.Milliseconds(),
 		delay:  rawDefaultDelay,
 	}
-	if s.retry == RetryTuned {
-		c.delay = s.tunedDelay
+	if s.tuned {
+		c.delay = tunedDelay
 	}
 	ctx := context.Background()
-	for i := range t.nodes() {
-		rc := newGoRedis(t, t.addrs[i])
+	for _, a := range t {
+		rc := redis.NewClient(&redis.Options{Addr: a})
 		c.clients = append(c.clients, rc)
-		// A cluster client loads the script on every master.
 		if err := rc.ScriptLoad(ctx, rawRelease).Err(); err != nil {
 			closeAll(c.clients)
-			return nil, fmt.Errorf("raw: SCRIPT LOAD on %s: %w", t.addrs[i], err)
+			return nil, fmt.Errorf("raw: SCRIPT LOAD on %s: %w", a, err)
 		}
 	}
 	return c, nil
@@ -538,30 +445,9 @@ func (w *rawWorker) try(ctx context.Context, key string) (bool, error) {
 	var b [16]byte
 	rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
-
-	type result struct {
-		ok  bool
-		err error
-	}
-	ch := make(chan result, len(w.c.clients))
-	for _, rc := range w.c.clients {
-		go func() {
-			cmd := redis.NewBoolCmd(ctx, "set", key, token, "nx", "px", w.c.ttlMs)
-			_ = rc.Process(ctx, cmd)
-			ok, err := cmd.Result()
-			ch <- result{ok, err}
-		}()
-	}
-	granted := 0
-	var err error
-	for range w.c.clients {
-		r := <-ch
-		if r.ok {
-			granted++
-		} else if r.err != nil && err == nil {
-			err = r.err
-		}
-	}
+	granted, err := w.c.all(func(rc *redis.Client) (bool, error) {
+		return rc.SetNX(ctx, key, token, time.Duration(w.c.ttlMs)*time.Millisecond).Result()
+	})
 	if granted >= w.c.quorum {
 		w.key, w.token = key, token
 		return true, nil
@@ -581,29 +467,36 @@ func (w *rawWorker) unlock(ctx context.Context) error {
 // release runs the compare-and-delete script on every node at once and
 // returns how many nodes deleted the key.
 func (w *rawWorker) release(ctx context.Context, key, token string) (int, error) {
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		deleted int
-		first   error
-	)
-	for _, rc := range w.c.clients {
-		wg.Add(1)
+	return w.c.all(func(rc *redis.Client) (bool, error) {
+		n, err := rc.EvalSha(ctx, w.c.sha, []string{key}, token).Int64()
+		return n == 1, err
+	})
+}
+
+// all runs call on every node at once, one goroutine each, and returns
+// how many returned true, and the first error.
+func (c *rawClient) all(call func(*redis.Client) (bool, error)) (int, error) {
+	type result struct {
+		ok  bool
+		err error
+	}
+	ch := make(chan result, len(c.clients))
+	for _, rc := range c.clients {
 		go func() {
-			defer wg.Done()
-			n, err := rc.EvalSha(ctx, w.c.sha, []string{key}, token).Int64()
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && first == nil {
-				first = err
-			}
-			if n == 1 {
-				deleted++
-			}
+			ok, err := call(rc)
+			ch <- result{ok, err}
 		}()
 	}
-	wg.Wait()
-	return deleted, first
+	n := 0
+	var first error
+	for range c.clients {
+		r := <-ch
+		n += int(btoi(r.ok))
+		if first == nil {
+			first = r.err
+		}
+	}
+	return n, first
 }
 
 // --- the quorum floor ------------------------------------------------------------
@@ -619,16 +512,16 @@ func (w *rawWorker) release(ctx context.Context, key, token string) (int, error)
 // quorum-th node to answer; the raw floor, which waits for every node, is
 // one round trip to the slowest.
 type floorClient struct {
-	clients []redis.UniversalClient
+	clients []*redis.Client
 	quorum  int
 	ttl     time.Duration
 	late    sync.WaitGroup // the requests still out after their round ended
 }
 
-func openFloor(t target, s settings) *floorClient {
-	c := &floorClient{quorum: t.nodes()/2 + 1, ttl: s.ttl}
-	for i := range t.nodes() {
-		c.clients = append(c.clients, newGoRedis(t, t.addrs[i]))
+func openFloor(t []string, s settings) *floorClient {
+	c := &floorClient{quorum: len(t)/2 + 1, ttl: s.ttl}
+	for _, a := range t {
+		c.clients = append(c.clients, redis.NewClient(&redis.Options{Addr: a}))
 	}
 	return c
 }
@@ -655,19 +548,19 @@ type floorWorker struct {
 func (w *floorWorker) lock(ctx context.Context, i int) (bool, error) {
 	key, token, ttl := w.keys[i], w.token, w.c.ttl
 	w.key = key
-	err := w.c.round(ctx, func(rc redis.UniversalClient) redis.Cmder { return rc.Set(ctx, key, token, ttl) })
+	err := w.c.round(ctx, func(rc *redis.Client) redis.Cmder { return rc.Set(ctx, key, token, ttl) })
 	return err == nil, err
 }
 
 func (w *floorWorker) unlock(ctx context.Context) error {
 	key := w.key
-	return w.c.round(ctx, func(rc redis.UniversalClient) redis.Cmder { return rc.Del(ctx, key) })
+	return w.c.round(ctx, func(rc *redis.Client) redis.Cmder { return rc.Del(ctx, key) })
 }
 
 // round runs call on every node at once and returns once a quorum has
 // answered without an error, or with the first error once a quorum can no
 // longer answer so. The other requests go on in the background.
-func (c *floorClient) round(ctx context.Context, call func(redis.UniversalClient) redis.Cmder) error {
+func (c *floorClient) round(ctx context.Context, call func(*redis.Client) redis.Cmder) error {
 	ch := make(chan error, len(c.clients))
 	c.late.Add(len(c.clients))
 	for _, rc := range c.clients {

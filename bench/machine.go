@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"runtime"
@@ -22,34 +21,22 @@ type Machine struct {
 // DescribeMachine returns what it can find out about this machine; what
 // it cannot is left as "?".
 func DescribeMachine() Machine {
-	m := Machine{
-		CPU:        "?",
-		Cores:      runtime.NumCPU(),
-		GOMAXPROCS: runtime.GOMAXPROCS(0),
-		OS:         runtime.GOOS,
-		Arch:       runtime.GOARCH,
-		Kernel:     "?",
-		Go:         runtime.Version(),
-		Redis:      "?",
-	}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPU = strings.TrimSpace(v)
-				break
-			}
+	m := Machine{CPU: "?", Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), OS: runtime.GOOS, Arch: runtime.GOARCH,
+		Kernel: "?", Go: runtime.Version(), Redis: "?"}
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			m.CPU = strings.TrimSpace(v)
+			break
 		}
-		f.Close()
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
-	if out, err := exec.Command("redis-server", "--version").Output(); err == nil {
-		for _, f := range strings.Fields(string(out)) {
-			if v, ok := strings.CutPrefix(f, "v="); ok {
-				m.Redis = v
-			}
+	out, _ := exec.Command("redis-server", "--version").Output()
+	for _, f := range strings.Fields(string(out)) {
+		if v, ok := strings.CutPrefix(f, "v="); ok {
+			m.Redis = v
 		}
 	}
 	return m
@@ -58,13 +45,9 @@ func DescribeMachine() Machine {
 // LoadAverage returns the 1, 5 and 15 minute load averages from
 // /proc/loadavg, or "?".
 func LoadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
+	b, _ := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); len(f) >= 3 {
+		return strings.Join(f[:3], " ")
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
+	return "?"
 }

@@ -6,9 +6,5 @@ import (
 	"github.com/quorumlock/redlock/redistest"
 )
 
-// TestMain fails the tests if they leave goroutines running. A test binary
-// started again by StartNetwork serves the network instead.
-func TestMain(m *testing.M) {
-	ServeNetworkIfChild()
-	redistest.Main(m)
-}
+// TestMain fails the tests if they leave goroutines running.
+func TestMain(m *testing.M) { redistest.Main(m) }

@@ -20,7 +20,7 @@ import (
 // runs). A NaN Y leaves the point out.
 type Series struct {
 	Name   string
-	Color  string // an SVG colour; "" picks one from the palette
+	Color  string // an SVG colour
 	Dashed bool
 	X, Y   []float64
 	Lo, Hi []float64
@@ -67,9 +67,9 @@ const (
 // take them.
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#17becf", "#bcbd22"}
 
-// LibraryColor returns the colour of library lib in every plot, so that a
+// libColor returns the colour of library lib in every plot, so that a
 // library looks the same from one plot to the next.
-func LibraryColor(lib string) string {
+func libColor(lib string) string {
 	if i := slices.Index(Libraries(), lib); i >= 0 {
 		return palette[i%len(palette)]
 	}
@@ -198,20 +198,14 @@ func logTicks(lo, hi float64) []float64 {
 
 // fmtNum formats a tick: 250, 1.5k, 10k, 1M, 0.2.
 func fmtNum(v float64) string {
-	av := math.Abs(v)
-	trim := func(s string) string {
-		if strings.Contains(s, ".") {
-			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-		}
-		return s
-	}
-	switch {
+	round := func(x, scale float64) string { return strconv.FormatFloat(math.Round(x*scale)/scale, 'f', -1, 64) }
+	switch av := math.Abs(v); {
 	case av >= 1e6:
-		return trim(strconv.FormatFloat(v/1e6, 'f', 2, 64)) + "M"
+		return round(v/1e6, 100) + "M"
 	case av >= 1e4:
-		return trim(strconv.FormatFloat(v/1e3, 'f', 1, 64)) + "k"
+		return round(v/1e3, 10) + "k"
 	case av >= 1 || av == 0:
-		return trim(strconv.FormatFloat(v, 'f', 2, 64))
+		return round(v, 100)
 	}
 	return strconv.FormatFloat(v, 'g', 2, 64)
 }
@@ -294,29 +288,20 @@ func (d *svgDoc) legend(series []Series, styles []string, bars bool) {
 	}
 }
 
+// whisker draws a bar from lo to hi at x, with ends w wide each side,
+// unless the range is empty.
+func (d *svgDoc) whisker(x, w, lo, hi float64, y *axis, color string) {
+	if !(hi > lo) {
+		return // NaN, or no range
+	}
+	d.line(x, y.pos(lo), x, y.pos(hi), color, 1.2, false)
+	d.line(x-w, y.pos(lo), x+w, y.pos(lo), color, 1.2, false)
+	d.line(x-w, y.pos(hi), x+w, y.pos(hi), color, 1.2, false)
+}
+
 func (d *svgDoc) bytes() []byte {
 	d.b.WriteString("</svg>\n")
 	return d.b.Bytes()
-}
-
-// colour gives each series without a colour one from the palette, in
-// order, skipping those in use.
-func colour(ss []Series) {
-	used := map[string]bool{}
-	for _, s := range ss {
-		used[s.Color] = true
-	}
-	next := 0
-	for i := range ss {
-		if ss[i].Color != "" {
-			continue
-		}
-		for next < len(palette)-1 && used[palette[next]] {
-			next++
-		}
-		ss[i].Color = palette[next%len(palette)]
-		used[ss[i].Color] = true
-	}
 }
 
 // at returns v[i], or NaN past its end.
@@ -329,7 +314,6 @@ func at(v []float64, i int) float64 {
 
 // SVG draws the plot.
 func (p *LinePlot) SVG() []byte {
-	colour(p.Series)
 	var xs, ys, xticks []float64
 	for _, s := range p.Series {
 		for i := range s.X {
@@ -360,10 +344,8 @@ func (p *LinePlot) SVG() []byte {
 			}
 			px, py := x.pos(s.X[i]), y.pos(v)
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px, py))
-			if lo, hi := at(s.Lo, i), at(s.Hi, i); !math.IsNaN(lo) && !math.IsNaN(hi) && hi > lo && (!p.LogY || lo > 0) {
-				d.line(px, y.pos(lo), px, y.pos(hi), s.Color, 1.2, false)
-				d.line(px-4, y.pos(lo), px+4, y.pos(lo), s.Color, 1.2, false)
-				d.line(px-4, y.pos(hi), px+4, y.pos(hi), s.Color, 1.2, false)
+			if !p.LogY || at(s.Lo, i) > 0 {
+				d.whisker(px, 4, at(s.Lo, i), at(s.Hi, i), y, s.Color)
 			}
 			fmt.Fprintf(&d.b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", px, py, s.Color)
 		}
@@ -385,7 +367,6 @@ func (p *LinePlot) SVG() []byte {
 
 // SVG draws the plot.
 func (p *BarPlot) SVG() []byte {
-	colour(p.Bars)
 	var ys []float64
 	for _, s := range p.Bars {
 		for i := range p.Groups {
@@ -404,8 +385,6 @@ func (p *BarPlot) SVG() []byte {
 	}
 	for g, name := range p.Groups {
 		gx := left + float64(g)*gw + gw*0.1
-		// Group names may be long: split at the first space or slash
-		// after the middle into two lines.
 		l1, l2 := splitLabel(name)
 		d.text(gx+gw*0.4, bottom+16, "middle", l1, smallFont, "")
 		if l2 != "" {
@@ -418,42 +397,18 @@ func (p *BarPlot) SVG() []byte {
 			}
 			bx, by := gx+float64(k)*bw, y.pos(v)
 			fmt.Fprintf(&d.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", bx, by, bw*0.92, max(base-by, 0), s.Color)
-			if lo, hi := at(s.Lo, g), at(s.Hi, g); !math.IsNaN(lo) && !math.IsNaN(hi) && hi > lo {
-				cx := bx + bw*0.46
-				d.line(cx, y.pos(lo), cx, y.pos(hi), "black", 1, false)
-				d.line(cx-3, y.pos(lo), cx+3, y.pos(lo), "black", 1, false)
-				d.line(cx-3, y.pos(hi), cx+3, y.pos(hi), "black", 1, false)
-			}
+			d.whisker(bx+bw*0.46, 3, at(s.Lo, g), at(s.Hi, g), y, "black")
 		}
 	}
 	d.legend(p.Bars, nil, true)
 	return d.bytes()
 }
 
-// splitLabel splits a long label in two at a space or slash near its
-// middle.
+// splitLabel splits a label longer than 12 bytes in two after its first
+// slash or at its first space.
 func splitLabel(s string) (string, string) {
-	if len(s) <= 12 {
-		return s, ""
+	if i := strings.IndexAny(s, "/ "); len(s) > 12 && i > 0 {
+		return s[:i+1], s[i+1:]
 	}
-	best := -1
-	for i, r := range s {
-		if (r == ' ' || r == '/') && (best < 0 || abs(i-len(s)/2) < abs(best-len(s)/2)) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return s, ""
-	}
-	if s[best] == '/' {
-		return s[:best+1], s[best+1:]
-	}
-	return s[:best], s[best+1:]
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
+	return s, ""
 }

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/quorumlock/redlock/wire"
 )
 
 // The workloads.
@@ -26,25 +24,13 @@ const (
 	// W2Shared is W2 with one client shared by the G contenders, as
 	// goroutines of one process would share it.
 	W2Shared = "W2s"
-	// Sem is a semaphore: G contenders, each with a client of its own,
-	// acquire and release a permit of one semaphore of n permits, and
-	// hold it for Config.Hold; it also runs with a plain Lock in place of
-	// the semaphore (n = 0 in Config.Permits). This module's client only.
-	Sem = "SEM"
-	// Elect is an election: C candidates, each with a client of its own,
-	// campaign on one election; the leader resigns after Config.Hold, and
-	// one more client reads the leader back to back. This module's client
-	// only.
-	Elect = "ELECT"
 )
 
-// Workloads returns the names of every workload, in the order a full run
-// runs them.
-func Workloads() []string { return []string{W1, W2, W2Shared, Sem, Elect, RW} }
+// Workloads returns the names of every workload of a full run, in order.
+func Workloads() []string { return []string{W1, W2, W2Shared, RW} }
 
-// coordination reports whether w is Sem or Elect, the workloads of the
-// primitives that only this module offers.
-func coordination(w string) bool { return w == Sem || w == Elect }
+// allWorkloads are those of a full run and those it leaves out.
+var allWorkloads = append(Workloads(), KeysWorkload, WaitersWorkload)
 
 // contended reports whether w is W2 or W2Shared.
 func contended(w string) bool { return w == W2 || w == W2Shared }
@@ -57,98 +43,58 @@ type Config struct {
 	// Addrs are the "host:port" addresses of the servers; a cell with N
 	// nodes uses the first N. There must be at least max(Nodes).
 	Addrs []string
-	// ClusterAddrs are the addresses of the masters of one Redis Cluster,
-	// or nil. When set, every workload also runs on the cluster as the
-	// one node of its clients (N = 1), in cells placed right after the
-	// plain N = 1 cells: W1 with ClusterGoroutines, W2 and W2s with each
-	// of Retries.
-	ClusterAddrs []string
-	// ClusterGoroutines lists the numbers of goroutines of W1 on the
-	// cluster.
-	ClusterGoroutines []int
-	// CountPairs is how many lock+release pairs each library makes, one
-	// at a time, on the first server and on the cluster, while the
-	// servers count the commands they run (see CommandCount); 0 counts
-	// nothing.
+	// ServerAddrs, if set, are the servers' own addresses when Addrs are
+	// proxies in front of them (see StartNetwork): INFO is read there.
+	ServerAddrs []string
+	// Network describes the simulated network between the clients and the
+	// servers, or is empty on loopback.
+	Network string `json:"-"`
+	// CountPairs is how many lock+release pairs each library makes on
+	// the first server while it counts the commands (see CommandCount);
+	// 0 counts nothing.
 	CountPairs int
-	// Duration is the measured time of each library in each cell. It is
-	// split into Reps slices, and the libraries of a cell take turns
-	// slice by slice, so that drift on a noisy machine hits them alike.
+	// Duration is the measured time of each library in each cell, split
+	// into Reps slices; the libraries of a cell take turns slice by
+	// slice, so that drift on a noisy machine hits them alike.
 	Duration time.Duration
-	// Reps is the number of slices Duration is split into.
-	Reps int
-	// Workloads lists the workloads to run (see Workloads).
-	Workloads []string
-	// Libraries lists the libraries to compare (see Libraries).
-	Libraries []string
-	// Nodes lists the numbers of nodes, N.
-	Nodes []int
-	// Goroutines lists the numbers of goroutines of W1, G.
-	Goroutines []int
-	// Contenders is the number of contenders of W2.
+	Reps     int
+	// Workloads and Libraries list what to run (see Workloads, Libraries).
+	Workloads, Libraries []string
+	// Nodes lists the numbers of nodes, N; Goroutines those of
+	// goroutines of W1, G.
+	Nodes, Goroutines []int
+	// Contenders is the number of contenders of W2 and goroutines of RW.
 	Contenders int
-	// Permits lists the numbers of permits of Sem's semaphore; 0 is a
-	// plain Lock on the same key, run as the semaphore is, to compare.
-	Permits []int
-	// Candidates is the number of candidates of Elect.
-	Candidates int
-	// Hold is how long a holder of a permit, or a leader, keeps it before
-	// it releases it or resigns (Sem and Elect): the work it does.
-	Hold time.Duration
-	// Retries lists the retry settings W2 runs with.
-	Retries []Retry
-	// TunedDelay is the retry delay of RetryTuned.
-	TunedDelay time.Duration
 	// TTL is the time to live of every lock.
 	TTL time.Duration
 	// Quarantine runs redlock with its restart quarantine on, as shipped;
 	// false sets Options.DisableQuarantine. With it on, the servers must
 	// have run for longer than TTL before Run, or no node votes.
 	Quarantine bool
-	// Progress, if not nil, receives a line for each library in each cell
-	// as it completes.
+	// Progress, if not nil, receives a line for each row as it completes.
 	Progress io.Writer `json:"-"`
-	// Network, if not nil, is the simulated network between the clients
-	// and the servers: Addrs are then its proxies' addresses. The report
-	// describes it, with what it counted while the cells ran.
-	Network *Network `json:"-"`
-	// SlowAbove, if positive, makes each W1 row count the lock calls
-	// that took at least this long: with Network, its shortest stall, so
-	// that the count is of the calls that waited for a stalled server (or
-	// for a machine as slow).
-	SlowAbove time.Duration
-
-	// Keys lists the numbers of distinct keys of KEYS (see
-	// KeysWorkload), and FenceRetentions the Options.FenceRetention of
-	// this module's client in it, 0 for the default.
+	// Keys lists the numbers of distinct keys of KEYS, and
+	// FenceRetentions the Options.FenceRetention of this module's client
+	// in it, 0 for the default. Waiters lists the numbers of waiting
+	// goroutines of WAITERS, which runs on the first Nodes[0] servers.
 	Keys            []int
 	FenceRetentions []time.Duration
-	// Waiters lists the numbers of waiting goroutines of WAITERS (see
-	// WaitersWorkload), which runs on the first Nodes[0] servers.
-	Waiters []int
+	Waiters         []int
 }
 
 // DefaultConfig returns the configuration of a full run, without Addrs.
 func DefaultConfig() Config {
 	return Config{
-		Duration:   5 * time.Second,
-		Reps:       5,
-		Workloads:  Workloads(),
-		Libraries:  DefaultLibraries(),
-		Nodes:      []int{1, 3, 5},
-		Goroutines: []int{1, 16, 64},
-		Contenders: 16,
-		Permits:    []int{4, 1, 0},
-		Candidates: 4,
-		Hold:       time.Millisecond,
-		Retries:    []Retry{RetryDefault, RetryTuned},
-		TunedDelay: time.Millisecond,
-		TTL:        10 * time.Second,
-		Quarantine: true,
-
-		ClusterGoroutines: []int{1, 64},
-		CountPairs:        1000,
-
+		Duration:        5 * time.Second,
+		Reps:            5,
+		Workloads:       Workloads(),
+		Libraries:       []string{LibRedlockGoRedis, LibRedlockRueidis, LibRedsync, LibBSM, LibRaw}, // the realistic runs add the rest
+		Nodes:           []int{1, 3, 5},
+		Goroutines:      []int{1, 16, 64},
+		Contenders:      16,
+		TTL:             10 * time.Second,
+		Quarantine:      true,
+		CountPairs:      1000,
 		Keys:            []int{10000, 100000, 1000000},
 		FenceRetentions: []time.Duration{0, time.Second},
 		Waiters:         []int{1000, 10000},
@@ -158,82 +104,38 @@ func DefaultConfig() Config {
 // validate checks cfg.
 func (cfg *Config) validate() error {
 	var errs []error
-	if cfg.Duration <= 0 || cfg.Reps <= 0 {
-		errs = append(errs, errors.New("duration and reps must be positive"))
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if cfg.Duration <= 0 || cfg.Reps <= 0 || cfg.TTL <= 0 || cfg.CountPairs < 0 {
+		bad("duration, reps and TTL must be positive, the pairs to count not negative")
 	}
 	for _, w := range cfg.Workloads {
-		if !slices.Contains(Workloads(), w) && !scaleWorkload(w) {
-			errs = append(errs, fmt.Errorf("unknown workload %q (known: %s)", w, strings.Join(append(Workloads(), ScaleWorkloads()...), ", ")))
+		if !slices.Contains(allWorkloads, w) {
+			bad("unknown workload %q (known: %s)", w, strings.Join(allWorkloads, ", "))
 		}
 	}
 	for _, l := range cfg.Libraries {
 		if !slices.Contains(Libraries(), l) {
-			errs = append(errs, fmt.Errorf("unknown library %q (known: %s)", l, strings.Join(Libraries(), ", ")))
+			bad("unknown library %q (known: %s)", l, strings.Join(Libraries(), ", "))
 		}
 	}
 	for _, n := range cfg.Nodes {
 		if n < 1 || n > len(cfg.Addrs) {
-			errs = append(errs, fmt.Errorf("cannot run on %d nodes with %d servers", n, len(cfg.Addrs)))
+			bad("cannot run on %d nodes with %d servers", n, len(cfg.Addrs))
 		}
 	}
-	for _, g := range cfg.Goroutines {
-		if g < 1 {
-			errs = append(errs, fmt.Errorf("bad number of goroutines %d", g))
+	for _, v := range slices.Concat(cfg.Goroutines, cfg.Keys, cfg.Waiters) {
+		if v < 1 {
+			bad("bad number of goroutines, keys or waiters %d", v)
 		}
 	}
-	if len(cfg.ClusterAddrs) > 0 {
-		for _, g := range cfg.ClusterGoroutines {
-			if g < 1 {
-				errs = append(errs, fmt.Errorf("bad number of goroutines %d on the cluster", g))
-			}
-		}
+	if cfg.Contenders < 1 {
+		bad("bad number of contenders %d", cfg.Contenders)
 	}
-	if slices.Contains(cfg.Workloads, KeysWorkload) {
-		for _, k := range cfg.Keys {
-			if k < 1 {
-				errs = append(errs, fmt.Errorf("bad number of keys %d", k))
-			}
-		}
-		for _, r := range cfg.FenceRetentions {
-			if r < 0 {
-				errs = append(errs, fmt.Errorf("bad fence retention %v", r))
-			}
-		}
+	if slices.ContainsFunc(cfg.FenceRetentions, func(d time.Duration) bool { return d < 0 }) {
+		bad("bad fence retention in %v", cfg.FenceRetentions)
 	}
-	if slices.Contains(cfg.Workloads, WaitersWorkload) {
-		if len(cfg.Nodes) == 0 {
-			errs = append(errs, errors.New("WAITERS runs on the first of the numbers of nodes: none given"))
-		}
-		for _, k := range cfg.Waiters {
-			if k < 1 {
-				errs = append(errs, fmt.Errorf("bad number of waiters %d", k))
-			}
-		}
-	}
-	if cfg.CountPairs < 0 {
-		errs = append(errs, fmt.Errorf("bad number of pairs to count %d", cfg.CountPairs))
-	}
-	if slices.ContainsFunc(cfg.Workloads, func(w string) bool { return contended(w) || w == RW }) && cfg.Contenders < 1 {
-		errs = append(errs, fmt.Errorf("bad number of contenders %d", cfg.Contenders))
-	}
-	if slices.Contains(cfg.Workloads, Sem) {
-		if cfg.Contenders < 1 {
-			errs = append(errs, fmt.Errorf("bad number of contenders %d", cfg.Contenders))
-		}
-		for _, p := range cfg.Permits {
-			if p < 0 || p > wire.MaxPermits {
-				errs = append(errs, fmt.Errorf("bad number of permits %d (0, a lock, to %d)", p, wire.MaxPermits))
-			}
-		}
-	}
-	if slices.Contains(cfg.Workloads, Elect) && cfg.Candidates < 1 {
-		errs = append(errs, fmt.Errorf("bad number of candidates %d", cfg.Candidates))
-	}
-	if slices.ContainsFunc(cfg.Workloads, coordination) && cfg.Hold < 0 {
-		errs = append(errs, fmt.Errorf("bad hold %v", cfg.Hold))
-	}
-	if cfg.TunedDelay <= 0 || cfg.TTL <= 0 {
-		errs = append(errs, errors.New("tuned delay and TTL must be positive"))
+	if slices.Contains(cfg.Workloads, WaitersWorkload) && len(cfg.Nodes) == 0 {
+		bad("WAITERS runs on the first of the numbers of nodes: none given")
 	}
 	return errors.Join(errs...)
 }
@@ -241,123 +143,78 @@ func (cfg *Config) validate() error {
 // A Cell is one combination of a workload and its parameters.
 type Cell struct {
 	Workload string
-	N        int   // nodes
-	G        int   // goroutines (W1), contenders (W2, Sem) or candidates (Elect)
-	Retry    Retry // W2 and W2Shared only
-	// Permits is the number of permits of Sem's semaphore, 0 for a plain
-	// Lock.
-	Permits int
-	// Cluster says that the one node (N = 1) is the Redis Cluster at
-	// Config.ClusterAddrs.
-	Cluster bool
+	N        int  // nodes
+	G        int  // goroutines (W1, RW) or contenders (W2)
+	Tuned    bool // W2 and W2Shared: retry every tunedDelay, not as shipped
 	// Mutex makes an RW cell's every operation a plain Lock, to compare.
 	Mutex bool
 }
 
-// String names the cell, as in "W1 N=5 G=64", "W2 N=5 G=16 tuned", on
-// the cluster "W1 N=1 cluster G=64", "SEM N=5 G=16 n=4", "SEM N=5 G=16
-// lock" or "ELECT N=5 C=4".
+// String names the cell, as in "W1 N=5 G=64", "W2 N=5 G=16 tuned" or
+// "RW N=5 G=16 rwlock".
 func (c Cell) String() string {
-	switch c.Workload {
-	case Sem:
-		if c.Permits == 0 {
-			return fmt.Sprintf("%s N=%d G=%d lock", c.Workload, c.N, c.G)
-		}
-		return fmt.Sprintf("%s N=%d G=%d n=%d", c.Workload, c.N, c.G, c.Permits)
-	case Elect:
-		return fmt.Sprintf("%s N=%d C=%d", c.Workload, c.N, c.G)
-	case RW:
-		return c.rwString()
-	}
 	s := fmt.Sprintf("%s N=%d G=%d", c.Workload, c.N, c.G)
-	if c.Cluster {
-		s = fmt.Sprintf("%s N=%d cluster G=%d", c.Workload, c.N, c.G)
-	}
-	if contended(c.Workload) {
-		s += " " + c.Retry.String()
+	switch {
+	case contended(c.Workload):
+		s += " " + c.retry()
+	case c.Workload == RW:
+		s += " " + c.rwKind()
 	}
 	return s
 }
 
-// tag is the cell's name as a part of a Redis key.
-func (c Cell) tag() string {
-	return strings.ReplaceAll(c.String(), " ", ":")
+// retry names a W2 cell's retry setting: "default" or "tuned".
+func (c Cell) retry() string {
+	if c.Tuned {
+		return "tuned"
+	}
+	return "default"
 }
 
 // cells lists the cells of cfg in the order they run: for each workload,
-// those of each number of nodes, with the cluster's after the plain N = 1
-// cells (first, if N = 1 is not run). Sem and Elect run on the plain
-// servers only.
+// those of each number of nodes.
 func (cfg *Config) cells() []Cell {
 	var cells []Cell
 	for _, w := range cfg.Workloads {
-		if scaleWorkload(w) {
-			continue // not cells: see runKeys and runWaiters
-		}
-		if coordination(w) {
-			for _, n := range cfg.Nodes {
-				if w == Elect {
-					cells = append(cells, Cell{Workload: w, N: n, G: cfg.Candidates})
-					continue
-				}
-				for _, p := range cfg.Permits {
-					cells = append(cells, Cell{Workload: w, N: n, G: cfg.Contenders, Permits: p})
-				}
-			}
-			continue
-		}
-		if w == RW {
-			cells = append(cells, cfg.rwCells()...)
-			continue
-		}
-		add := func(n int, cluster bool) {
-			if w == W1 {
-				gs := cfg.Goroutines
-				if cluster {
-					gs = cfg.ClusterGoroutines
-				}
-				for _, g := range gs {
-					cells = append(cells, Cell{Workload: W1, N: n, G: g, Cluster: cluster})
-				}
-				return
-			}
-			for _, r := range cfg.Retries {
-				cells = append(cells, Cell{Workload: w, N: n, G: cfg.Contenders, Retry: r, Cluster: cluster})
-			}
-		}
-		cluster := len(cfg.ClusterAddrs) > 0
-		if cluster && !slices.Contains(cfg.Nodes, 1) {
-			add(1, true)
-		}
 		for _, n := range cfg.Nodes {
-			add(n, false)
-			if n == 1 && cluster {
-				add(1, true)
+			switch {
+			case w == W1:
+				for _, g := range cfg.Goroutines {
+					cells = append(cells, Cell{Workload: W1, N: n, G: g})
+				}
+			case w == RW:
+				cells = append(cells, Cell{Workload: RW, N: n, G: cfg.Contenders}, Cell{Workload: RW, N: n, G: cfg.Contenders, Mutex: true})
+			case contended(w):
+				cells = append(cells, Cell{Workload: w, N: n, G: cfg.Contenders}, Cell{Workload: w, N: n, G: cfg.Contenders, Tuned: true})
 			}
 		}
 	}
 	return cells
 }
 
-// target returns the servers that cell c's clients lock on.
-func (cfg *Config) target(c Cell) target {
-	if c.Cluster {
-		return target{addrs: cfg.ClusterAddrs, cluster: true}
+// servers returns the servers' own addresses.
+func (cfg *Config) servers() []string {
+	if cfg.ServerAddrs != nil {
+		return cfg.ServerAddrs
 	}
-	return target{addrs: cfg.Addrs[:c.N]}
+	return cfg.Addrs
+}
+
+// progress writes a line to cfg.Progress, if set.
+func (cfg *Config) progress(format string, a ...any) {
+	if cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, format+"\n", a...)
+	}
 }
 
 // Run measures every cell of cfg against the servers at cfg.Addrs and
-// returns the results, with a description of the machine. It stops early, with the rows done so far and the
-// context's error, when ctx ends.
+// returns the results, with a description of the machine. It stops early,
+// with the rows done so far and the context's error, when ctx ends.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	rep := &Report{Started: time.Now(), Config: cfg, Machine: DescribeMachine(), LoadStart: LoadAverage()}
-	if cfg.Network != nil {
-		rep.Network = cfg.Network.Describe()
-	}
+	rep := &Report{Started: time.Now(), Config: cfg, Machine: DescribeMachine(), LoadStart: LoadAverage(), Network: cfg.Network}
 	defer func() {
 		rep.Finished = time.Now()
 		rep.LoadEnd = LoadAverage()
@@ -365,33 +222,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := rep.countCommands(ctx); err != nil {
 		return rep, err
 	}
-	// What the network counted in each cell: it counts afresh from each
-	// call of Stats.
-	netStats := func() (NetStats, error) {
-		if cfg.Network == nil {
-			return NetStats{}, nil
-		}
-		s, err := cfg.Network.Stats()
-		if err != nil {
-			err = fmt.Errorf("network: %w", err)
-		}
-		return s, err
-	}
-	if _, err := netStats(); err != nil {
-		return rep, err
-	}
 	for _, c := range cfg.cells() {
 		rows, err := runCell(ctx, &cfg, c)
 		rep.Rows = append(rep.Rows, rows...)
 		if err != nil {
 			return rep, fmt.Errorf("%s: %w", c, err)
-		}
-		s, err := netStats()
-		if err != nil {
-			return rep, err
-		}
-		if cfg.Network != nil {
-			rep.NetCells = append(rep.NetCells, CellNetStats{Cell: c, NetStats: s})
 		}
 	}
 	if slices.Contains(cfg.Workloads, KeysWorkload) {
@@ -413,14 +248,13 @@ type gstate struct {
 	acq, rel hist
 	ops      uint64 // completed lock+unlock pairs
 	acquired uint64 // W2: acquisitions
-	cutOff   uint64 // W2: waits cut off by the end of a slice
+	cutOff   uint64 // W2, RW: waits cut off by the end of a slice
 	gaveUp   uint64 // acquisitions the library gave up on
 	errs     uint64 // errors other than giving up
 	firstErr error
-
-	held     time.Duration // Sem and Elect: time spent holding
-	hand     hist          // Elect: handovers, from the last leader's resign to this one's lead
-	noLeader uint64        // Elect's reader: reads that found no leader
+	// RW: the acquisitions of each kind, timed, and the pairs completed.
+	reads, writes   hist
+	nreads, nwrites uint64
 }
 
 // fail records an error, or a give-up when err is nil.
@@ -435,48 +269,48 @@ func (g *gstate) fail(err error) {
 	}
 }
 
-// A libRun is one library in one cell: its clients, its goroutines'
-// workers and what they recorded over every slice.
+// shared is what the goroutines of one slice share.
+type shared struct {
+	key string // RW: the slice's key
+	// W2: the protected counter of the lost-update detector, the
+	// acquisitions counted under the lock, the contender that held the
+	// lock last (or -1), and the acquisitions by another one than it.
+	counter  atomic.Int64
+	acquired atomic.Uint64
+	last     atomic.Int32
+	cross    atomic.Uint64
+	rw       rwShared
+}
+
+// A libRun is one library in one cell: its clients, its goroutines' loop
+// and what they recorded over every slice.
 type libRun struct {
-	lib     string
-	cell    Cell
-	clients []client
-	workers []worker
-	gs      []*gstate
+	lib   string
+	cell  Cell
+	close func()
+	gs    []*gstate
+	// loop runs goroutine g of a slice until stop.
+	loop func(ctx context.Context, g int, stop *atomic.Bool, sh *shared)
 
 	elapsed        time.Duration
 	mallocs, bytes uint64
-	slowAbove      time.Duration // Config.SlowAbove
+	serverCPU      time.Duration // the servers' CPU time (INFO cpu) over the slices
+	stats          *serverStats
+	slices         int
 
-	// W2 only.
-	acquired    uint64 // acquisitions, counted under the lock
-	transitions uint64 // acquisitions that had a previous one in their slice
-	cross, lost uint64
-
-	// Sem and Elect only: the contenders or candidates, the reader of
-	// the leader (Elect), how many slices ran (each has keys of its own),
-	// and what the slices' coordShared counted.
-	hold        time.Duration
-	sems        []*semWorker
-	cands       []*candidate
-	reader      *candidate
-	readerState *gstate
-	slices      int
-	violations  uint64
-	rws         []*rwWorker // RW only
-	maxHeld     int32
-	handovers   uint64
+	// W2: acquisitions, those that had a previous one in their slice, and
+	// those by another contender; lost updates. RW: violations.
+	acquired, transitions, cross, lost uint64
+	violations                         uint64
 }
 
 // runCell runs every library of cfg on cell c, the libraries taking turns
 // slice by slice, and returns a row for each.
 func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
-	t := cfg.target(c)
-	s := settings{retry: c.Retry, tunedDelay: cfg.TunedDelay, ttl: cfg.TTL, quarantine: cfg.Quarantine, hold: cfg.Hold}
-	var (
-		runs []*libRun
-		rows []Row
-	)
+	s := settings{tuned: c.Tuned, ttl: cfg.TTL, quarantine: cfg.Quarantine}
+	stats := newServerStats(cfg.servers()[:c.N])
+	defer stats.close()
+	var runs []*libRun
 	defer func() {
 		for _, lr := range runs {
 			lr.close()
@@ -486,11 +320,11 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 		if !supports(lib, c) {
 			continue
 		}
-		lr, err := newLibRun(ctx, lib, c, t, s)
+		lr, err := newLibRun(ctx, lib, c, cfg.Addrs[:c.N], s)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", lib, err)
 		}
-		lr.slowAbove = cfg.SlowAbove
+		lr.stats = stats
 		runs = append(runs, lr)
 	}
 	slice := cfg.Duration / time.Duration(cfg.Reps)
@@ -504,19 +338,16 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 			}
 		}
 	}
+	var rows []Row
 	for _, lib := range cfg.Libraries {
 		i := slices.IndexFunc(runs, func(lr *libRun) bool { return lr.lib == lib })
-		if i < 0 && ownOnly(c.Workload) {
-			continue // no peer offers these: no n/a rows
-		}
-		if i < 0 {
+		switch {
+		case i >= 0:
+			row := runs[i].row()
+			rows = append(rows, row)
+			cfg.progress("%s", row.progress())
+		case c.Workload != RW: // no peer offers RW: no n/a rows
 			rows = append(rows, Row{Cell: c, Library: lib, NA: true})
-			continue
-		}
-		row := runs[i].row()
-		rows = append(rows, row)
-		if cfg.Progress != nil {
-			fmt.Fprintln(cfg.Progress, row.progress())
 		}
 	}
 	return rows, nil
@@ -525,83 +356,83 @@ func runCell(ctx context.Context, cfg *Config, c Cell) ([]Row, error) {
 // newLibRun opens lib's clients for cell c and warms them up: every
 // goroutine locks and unlocks a key of its own a few times, so that
 // connections are made and scripts cached before anything is measured.
-func newLibRun(ctx context.Context, lib string, c Cell, t target, s settings) (*libRun, error) {
-	if coordination(c.Workload) {
-		return newCoordRun(ctx, lib, c, t, s)
-	}
-	if c.Workload == RW {
-		return newRWRun(ctx, lib, c, t, s)
-	}
+func newLibRun(ctx context.Context, lib string, c Cell, addrs []string, s settings) (*libRun, error) {
 	lr := &libRun{lib: lib, cell: c}
+	var clients []client
+	lr.close = func() {
+		for _, cl := range clients {
+			cl.close()
+		}
+	}
 	nclients := 1
 	if c.Workload == W2 {
 		nclients = c.G // each contender has a client of its own, as a process would
 	}
-	// W2Shared: one client for all, as goroutines of one process.
 	for range nclients {
-		cl, err := open(lib, t, s)
+		cl, err := open(lib, addrs, s)
 		if err != nil {
 			lr.close()
 			return nil, err
 		}
-		lr.clients = append(lr.clients, cl)
+		clients = append(clients, cl)
 	}
-	libTag := strings.ReplaceAll(lib, " ", "-")
-	warm := make([]worker, c.G)
-	for g := range c.G {
-		cl := lr.clients[g%nclients]
-		var keys []string
-		if c.Workload == W1 {
-			for k := range keysPerWorker {
-				keys = append(keys, fmt.Sprintf("lockbench:%s:%s:g%d:k%d", c.tag(), libTag, g, k))
-			}
-		} else {
-			keys = []string{fmt.Sprintf("lockbench:%s:%s", c.tag(), libTag)}
-		}
-		lr.workers = append(lr.workers, cl.worker(keys))
-		lr.gs = append(lr.gs, new(gstate))
-		warm[g] = cl.worker([]string{fmt.Sprintf("lockbench:warm:%s:%s:g%d", c.tag(), libTag, g)})
-	}
+	tag := strings.ReplaceAll(c.String()+":"+lib, " ", ":")
+	workers := make([]worker, c.G)
 	errs := make([]error, c.G)
 	var wg sync.WaitGroup
-	for g, w := range warm {
+	for g := range c.G {
+		lr.gs = append(lr.gs, new(gstate))
+		cl := clients[g%nclients]
+		keys := []string{"lockbench:" + tag}
+		if c.Workload == W1 {
+			keys = nil
+			for k := range keysPerWorker {
+				keys = append(keys, fmt.Sprintf("lockbench:%s:g%d:k%d", tag, g, k))
+			}
+		}
+		workers[g] = cl.worker(keys)
+		warmKey := fmt.Sprintf("lockbench:warm:%s:g%d", tag, g)
 		wg.Go(func() {
-			for range 3 {
-				ok, err := w.lock(ctx, 0)
-				if err == nil && !ok {
-					err = errors.New("warm-up: not obtained")
-				}
-				if err == nil {
-					err = w.unlock(ctx)
-				}
-				if err != nil {
-					errs[g] = err
-					return
-				}
+			if c.Workload == RW {
+				errs[g] = rwWarm(ctx, cl.(*redlockClient), warmKey)
+			} else {
+				errs[g] = pairs(ctx, cl.worker([]string{warmKey}), 3, 1)
 			}
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		lr.close()
-		return nil, err
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	lr.loop = func(ctx context.Context, g int, stop *atomic.Bool, sh *shared) {
+		switch c.Workload {
+		case W1:
+			loopW1(workers[g], lr.gs[g], stop)
+		case RW:
+			loopRW(ctx, clients[0].(*redlockClient), c.Mutex, lr.gs[g], g, stop, sh)
+		default:
+			loopW2(ctx, workers[g], lr.gs[g], stop, sh, int32(g))
+		}
 	}
 	return lr, nil
 }
 
-func (lr *libRun) close() {
-	for _, cl := range lr.clients {
-		cl.close()
+// pairs locks and unlocks w's first k keys in turn, n times in all.
+func pairs(ctx context.Context, w worker, n, k int) error {
+	for i := range n {
+		ok, err := w.lock(ctx, i%k)
+		if err == nil && !ok {
+			err = errors.New("not obtained without contention")
+		}
+		if err == nil {
+			err = w.unlock(ctx)
+		}
+		if err != nil {
+			return err
+		}
 	}
-	lr.clients = nil
-}
-
-// shared is what W2's contenders share in one slice.
-type shared struct {
-	counter  atomic.Int64  // the protected counter of the lost-update detector
-	acquired atomic.Uint64 // acquisitions, counted under the lock
-	last     atomic.Int32  // the contender that held the lock last, or -1
-	cross    atomic.Uint64 // acquisitions by another contender than the last holder
+	return nil
 }
 
 // stuckAfter is how long a slice waits for its goroutines to return once
@@ -610,8 +441,9 @@ const stuckAfter = 30 * time.Second
 
 // slice runs lr's goroutines for d and adds what they did to lr. The
 // goroutines are started, and the heap collected, before the clock and
-// the allocation counters are read. It fails if a goroutine is still in
-// the library stuckAfter after the slice ended.
+// the counters are read (the two timers of the slice count for nothing
+// against its pairs). It fails if a goroutine is still in the library
+// stuckAfter after the slice ended.
 func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 	var (
 		ready, done sync.WaitGroup
@@ -619,79 +451,69 @@ func (lr *libRun) slice(ctx context.Context, d time.Duration) error {
 		stop        atomic.Bool
 		sh          shared
 	)
+	// RW: a key that no earlier slice used, so that a writer's intent left
+	// by a wait cut short does not slow the next slice's readers.
+	lr.slices++
+	sh.key = fmt.Sprintf("lockbench:%s:%s:s%d", strings.ReplaceAll(lr.cell.String(), " ", ":"), lr.lib, lr.slices)
 	sh.last.Store(-1)
 	lockCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for g, w := range lr.workers {
+	for g := range lr.gs {
 		ready.Add(1)
 		done.Add(1)
-		gs := lr.gs[g]
 		go func() {
 			defer done.Done()
 			ready.Done()
 			<-start
-			if lr.cell.Workload == W1 {
-				loopW1(w, gs, &stop)
-			} else {
-				loopW2(lockCtx, w, gs, &stop, &sh, int32(g))
-			}
+			lr.loop(lockCtx, g, &stop, &sh)
 		}()
 	}
-	cs := lr.startCoord(lockCtx, &ready, &done, start, &stop)
-	rs := lr.startRW(lockCtx, &ready, &done, start, &stop)
 	ready.Wait()
 	halt := func() {
 		stop.Store(true)
 		cancel()
 	}
-	unhook := context.AfterFunc(ctx, halt)
-	defer unhook()
-	// Everything the harness needs is made before the counters are read.
+	defer context.AfterFunc(ctx, halt)()
 	finished := make(chan struct{})
 	go func() {
 		done.Wait()
 		close(finished)
 	}()
-	timer := time.AfterFunc(time.Hour, halt)
-	defer timer.Stop()
-	watchdog := time.NewTimer(time.Hour)
-	defer watchdog.Stop()
+	st0, err := lr.stats.read(ctx, "cpu")
+	if err != nil {
+		halt()
+		done.Wait()
+		return err
+	}
 	runtime.GC()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	t0 := time.Now()
-	timer.Reset(d)
-	watchdog.Reset(d + stuckAfter)
 	close(start)
+	defer time.AfterFunc(d, halt).Stop()
 	select {
 	case <-finished:
-	case <-watchdog.C:
+	case <-time.After(d + stuckAfter):
 		return fmt.Errorf("%s: goroutines still in the library %v after the slice ended", lr.lib, stuckAfter)
 	}
 	elapsed := time.Since(t0)
 	runtime.ReadMemStats(&m1)
-
+	st1, err := lr.stats.read(ctx, "cpu")
+	if err != nil {
+		return err
+	}
+	lr.serverCPU += st1.cpu - st0.cpu
 	lr.elapsed += elapsed
 	lr.mallocs += m1.Mallocs - m0.Mallocs
 	lr.bytes += m1.TotalAlloc - m0.TotalAlloc
-	if contended(lr.cell.Workload) {
-		acquired := sh.acquired.Load()
-		lr.acquired += acquired
-		if acquired > 0 {
-			lr.transitions += acquired - 1
-		}
-		lr.cross += sh.cross.Load()
-		lr.lost += acquired - uint64(sh.counter.Load())
+	acquired := sh.acquired.Load()
+	lr.acquired += acquired
+	if acquired > 0 {
+		lr.transitions += acquired - 1
 	}
-	if cs != nil {
-		lr.violations += cs.violations.Load()
-		lr.maxHeld = max(lr.maxHeld, cs.maxHeld.Load())
-		lr.handovers += cs.handovers.Load()
-		lr.cross += cs.cross.Load()
-	}
-	if rs != nil {
-		lr.violations += rs.violations.Load()
-	}
+	lr.cross += sh.cross.Load()
+	lr.lost += acquired - uint64(sh.counter.Load())
+	lr.violations += sh.rw.violations.Load()
 	return nil
 }
 
@@ -728,10 +550,9 @@ func loopW1(w worker, g *gstate, stop *atomic.Bool) {
 // once would lose an update.
 func loopW2(ctx context.Context, w worker, g *gstate, stop *atomic.Bool, sh *shared, id int32) {
 	bg := context.Background()
-	wc := newWaitClock(g)
-	defer wc.stop()
+	start, waiting := time.Now(), false
 	for !stop.Load() {
-		wc.attempt()
+		waiting = true
 		ok, err := w.lock(ctx, 0)
 		if err != nil && ctx.Err() != nil {
 			break // stopped while waiting
@@ -740,7 +561,10 @@ func loopW2(ctx context.Context, w worker, g *gstate, stop *atomic.Bool, sh *sha
 			g.fail(err)
 			continue
 		}
-		wc.granted()
+		t1 := time.Now()
+		waiting = false
+		g.acq.record(t1.Sub(start))
+		g.acquired++
 
 		if prev := sh.last.Swap(id); prev >= 0 && prev != id {
 			sh.cross.Add(1)
@@ -751,105 +575,58 @@ func loopW2(ctx context.Context, w worker, g *gstate, stop *atomic.Bool, sh *sha
 		sh.acquired.Add(1)
 
 		t2 := time.Now()
-		wc.released(t2, w.unlock(bg)) // released even when the run has stopped
+		err = w.unlock(bg) // released even when the run has stopped
+		start = time.Now()
+		g.rel.record(start.Sub(t2))
+		if err != nil {
+			g.fail(err)
+			continue
+		}
+		g.ops++
 	}
-}
-
-// A waitClock times one contender's waits (W2, SEM, ELECT): each runs
-// from the end of the contender's previous release (or its start) to its
-// next grant, across every attempt the library gave up on. A wait still
-// going on when the slice ends is recorded as it stands, the time waited
-// so far, and counted as cut off.
-type waitClock struct {
-	g       *gstate
-	start   time.Time
-	waiting bool // an attempt was made since start
-}
-
-func newWaitClock(g *gstate) *waitClock { return &waitClock{g: g, start: time.Now()} }
-
-// attempt notes that the contender tries to get what it waits for.
-func (wc *waitClock) attempt() { wc.waiting = true }
-
-// granted records the wait that ends now with a grant, and returns now.
-func (wc *waitClock) granted() time.Time {
-	t1 := time.Now()
-	wc.waiting = false
-	wc.g.acq.record(t1.Sub(wc.start))
-	wc.g.acquired++
-	return t1
-}
-
-// released records a release that began at t2 and ended now with err,
-// and starts the next wait.
-func (wc *waitClock) released(t2 time.Time, err error) {
-	wc.start = time.Now()
-	wc.g.rel.record(wc.start.Sub(t2))
-	if err != nil {
-		wc.g.fail(err)
-		return
-	}
-	wc.g.ops++
-}
-
-// stop records a wait cut off by the end of the slice.
-func (wc *waitClock) stop() {
-	if wc.waiting {
-		wc.g.acq.record(time.Since(wc.start))
-		wc.g.cutOff++
+	if waiting {
+		g.acq.record(time.Since(start))
+		g.cutOff++
 	}
 }
 
 // row sums up lr.
 func (lr *libRun) row() Row {
 	r := Row{Cell: lr.cell, Library: lr.lib, Elapsed: lr.elapsed}
-	var acq, rel hist
+	var acq, rel, reads, writes hist
 	var busiest uint64
 	for _, g := range lr.gs {
 		acq.merge(&g.acq)
 		rel.merge(&g.rel)
+		reads.merge(&g.reads)
+		writes.merge(&g.writes)
 		r.Ops += g.ops
 		r.GaveUp += g.gaveUp
 		r.Errors += g.errs
 		r.CutOff += g.cutOff
+		r.ReadOps += g.nreads
+		r.WriteOps += g.nwrites
 		if g.firstErr != nil && r.FirstError == "" {
 			r.FirstError = g.firstErr.Error()
 		}
 		busiest = max(busiest, g.acquired)
 	}
-	secs := lr.elapsed.Seconds()
-	if secs > 0 {
+	if secs := lr.elapsed.Seconds(); secs > 0 {
 		r.OpsPerSec = float64(r.Ops) / secs
 	}
-	r.Acquire = acq.latencies()
-	if lr.slowAbove > 0 && lr.cell.Workload == W1 {
-		r.SlowAbove, r.SlowAcquires = lr.slowAbove, acq.atLeast(lr.slowAbove)
-		r.SlowShare = share(r.SlowAcquires, acq.n)
-	}
-	r.Release = rel.latencies()
+	r.Acquire, r.Release = acq.latencies(), rel.latencies()
 	if r.Ops > 0 {
-		r.AllocsPerOp = float64(lr.mallocs) / float64(r.Ops)
-		r.BytesPerOp = float64(lr.bytes) / float64(r.Ops)
-	}
-	if coordination(lr.cell.Workload) {
-		lr.coordRow(&r, secs)
+		r.AllocsPerOp = share(lr.mallocs, r.Ops)
+		r.BytesPerOp = share(lr.bytes, r.Ops)
+		r.ServerCPUPerOp = lr.serverCPU / time.Duration(r.Ops)
 	}
 	if lr.cell.Workload == RW {
-		lr.rwRow(&r)
+		r.ReadAcquire, r.WriteAcquire, r.Violations = reads.latencies(), writes.latencies(), lr.violations
 	}
 	if contended(lr.cell.Workload) {
-		r.Acquisitions = lr.acquired
-		r.Cross = lr.cross
-		r.LostUpdates = lr.lost
-		if secs > 0 {
-			r.CrossPerSec = float64(lr.cross) / secs
-		}
-		if r.Acquisitions > 0 {
-			r.BusiestShare = float64(busiest) / float64(r.Acquisitions)
-		}
-		if lr.transitions > 0 {
-			r.HandoffShare = float64(r.Cross) / float64(lr.transitions)
-		}
+		r.Acquisitions, r.Cross, r.LostUpdates = lr.acquired, lr.cross, lr.lost
+		r.BusiestShare = share(busiest, r.Acquisitions)
+		r.HandoffShare = share(lr.cross, lr.transitions)
 	}
 	return r
 }

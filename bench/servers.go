@@ -7,14 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/goredisnode"
 	"github.com/quorumlock/redlock/redistest"
-	"github.com/quorumlock/redlock/rueidisnode"
 )
 
 // StartServers starts n redis-server processes on loopback ports at once,
-// as lockbench and waits do. It returns those that started even when some
+// as lockbench does. It returns those that started even when some
 // did not; the caller closes every one that is not nil.
 func StartServers(n int) ([]*redistest.Server, error) {
 	servers := make([]*redistest.Server, n)
@@ -32,31 +29,6 @@ func StartServers(n int) ([]*redistest.Server, error) {
 // from its uptime in whole seconds, less one. A wait for fresh servers to
 // age past the TTL (restart quarantine) adds it.
 const SlotAgeSlack = 2 * time.Second
-
-// A DialedNode is a node from an adapter's Dial, which its caller closes.
-type DialedNode interface {
-	redlock.Node
-	Close() error
-}
-
-// DialNode makes the node of the plain server at addr ("host:port") with
-// the Dial of the adapter that lib names: rueidisnode.Dial for
-// LibRedlockRueidis, goredisnode.Dial for anything else
-// (LibRedlockGoRedis). The caller closes it.
-func DialNode(lib, addr string) (DialedNode, error) {
-	if lib == LibRedlockRueidis {
-		n, err := rueidisnode.Dial("redis://" + addr)
-		if err != nil {
-			return nil, err // not a typed nil in the interface
-		}
-		return n, nil
-	}
-	n, err := goredisnode.Dial("redis://" + addr)
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
-}
 
 // CommandLine returns the command that ran with args as one would type it
 // at the root of the repository: "cd bench && go run ./cmd/" + name and

@@ -39,6 +39,7 @@ type Proxy struct {
 	wg     sync.WaitGroup // the accept loop and every connection's goroutines
 
 	delay   atomic.Int64 // a time.Duration to hold each command for
+	holdFn  atomic.Pointer[func()]
 	dropped atomic.Int64
 
 	dropMu    sync.Mutex
@@ -134,6 +135,13 @@ func (p *Proxy) Dropped() int { return int(p.dropped.Load()) }
 // turns the delay off. Commands stay in order, so a pipeline of n commands
 // is held for n times d.
 func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
+
+// SetHold makes the proxy call hold before it relays each command, in
+// place of SetDelay's wait: the command is held until hold returns, so
+// hold may compute and sleep any delay it likes. It is called from one
+// goroutine per client connection, commands staying in order on each. nil
+// removes it.
+func (p *Proxy) SetHold(hold func()) { p.holdFn.Store(&hold) }
 
 // SetBlackhole turns the blackhole on or off. While it is on, the proxy
 // reads commands and neither relays nor answers them, so clients wait until
@@ -373,6 +381,10 @@ func (c *proxyConn) swallow() bool {
 // hold waits for the proxy's delay, if any. It reports false if the
 // connection was closed meanwhile.
 func (c *proxyConn) hold() bool {
+	if f := c.p.holdFn.Load(); f != nil && *f != nil {
+		(*f)()
+		return true
+	}
 	d := time.Duration(c.p.delay.Load())
 	if d <= 0 {
 		return true

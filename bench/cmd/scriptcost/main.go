@@ -22,17 +22,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/quorumlock/redlock/bench"
 	"github.com/quorumlock/redlock/redistest"
 	"github.com/quorumlock/redlock/wire"
 	"github.com/redis/go-redis/v9"
@@ -174,7 +173,7 @@ func (m *measurer) measure(ctx context.Context, v variant, rep int) (float64, st
 		return 0, "", err
 	}
 	if v.setup {
-		if err := m.pipeline(ctx, func(p redis.Pipeliner, i int) { acquire(p, key(i)) }); err != nil {
+		if err := m.batches(ctx, m.n, func(p redis.Pipeliner, i int) { acquire(p, key(i)) }); err != nil {
 			return 0, "", err
 		}
 	}
@@ -187,7 +186,7 @@ func (m *measurer) measure(ctx context.Context, v variant, rep int) (float64, st
 	if err := c.ConfigResetStat(ctx).Err(); err != nil {
 		return 0, "", err
 	}
-	err = m.pipeline(ctx, func(p redis.Pipeliner, i int) {
+	err = m.batches(ctx, m.n, func(p redis.Pipeliner, i int) {
 		if sha == "" {
 			p.SetNX(ctx, key(i), token, 10e9)
 			return
@@ -197,10 +196,14 @@ func (m *measurer) measure(ctx context.Context, v variant, rep int) (float64, st
 	if err != nil {
 		return 0, "", err
 	}
-	stats, err := commandstats(ctx, c)
+	// The INFO that reads them is not counted in its own reply: the INFO
+	// calls listed are the scripts'.
+	stats, err := bench.CommandStats(ctx, c)
 	if err != nil {
 		return 0, "", err
 	}
+	delete(stats, "config|resetstat")
+	usec := func(s bench.CommandStat) float64 { return float64(s.Usec) / float64(s.Calls) }
 	if v.grants {
 		if n, err := c.Exists(ctx, key(0), key(m.n-1)).Result(); err != nil || n != 2 {
 			return 0, "", fmt.Errorf("the calls did not take their keys (%d of 2 checked, %v): is the node younger than the TTL?", n, err)
@@ -210,7 +213,7 @@ func (m *measurer) measure(ctx context.Context, v variant, rep int) (float64, st
 	if sha == "" {
 		main = "set"
 	}
-	if got := stats[main].calls; got != int64(m.n) {
+	if got := stats[main].Calls; got != int64(m.n) {
 		return 0, "", fmt.Errorf("%d calls of %s, want %d", got, main, m.n)
 	}
 	var parts []string
@@ -222,14 +225,9 @@ func (m *measurer) measure(ctx context.Context, v variant, rep int) (float64, st
 		}
 	}) {
 		s := stats[name]
-		parts = append(parts, fmt.Sprintf("%s %.2f×%.1f", name, s.usec, float64(s.calls)/float64(m.n)))
+		parts = append(parts, fmt.Sprintf("%s %.2f×%.1f", name, usec(s), float64(s.Calls)/float64(m.n)))
 	}
-	return stats[main].usec, strings.Join(parts, "; "), nil
-}
-
-// pipeline calls f for 0 ≤ i < m.n, sending the commands pipe at a time.
-func (m *measurer) pipeline(ctx context.Context, f func(p redis.Pipeliner, i int)) error {
-	return m.batches(ctx, m.n, f)
+	return usec(stats[main]), strings.Join(parts, "; "), nil
 }
 
 // batches calls f for 0 ≤ i < n, sending the commands pipe at a time.
@@ -247,40 +245,4 @@ func (m *measurer) batches(ctx context.Context, n int, f func(p redis.Pipeliner,
 		}
 	}
 	return nil
-}
-
-type stat struct {
-	calls int64
-	usec  float64
-}
-
-// commandstats returns INFO commandstats by command, without the CONFIG
-// RESETSTAT before it. The INFO that reads them is not counted in its own
-// reply: the INFO calls listed are the scripts'.
-func commandstats(ctx context.Context, c *redis.Client) (map[string]stat, error) {
-	info, err := c.Info(ctx, "commandstats").Result()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]stat{}
-	sc := bufio.NewScanner(strings.NewReader(info))
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
-		name, isCmd := strings.CutPrefix(name, "cmdstat_")
-		if !ok || !isCmd || name == "config|resetstat" {
-			continue
-		}
-		var s stat
-		for f := range strings.SplitSeq(rest, ",") {
-			k, val, _ := strings.Cut(f, "=")
-			switch k {
-			case "calls":
-				s.calls, _ = strconv.ParseInt(val, 10, 64)
-			case "usec_per_call":
-				s.usec, _ = strconv.ParseFloat(val, 64)
-			}
-		}
-		out[name] = s
-	}
-	return out, sc.Err()
 }
