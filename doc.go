@@ -108,6 +108,11 @@
 //   - [FAQ.md]: the critiques of Redlock, and what each error means.
 //   - [Production]: N, the TTL, persistence, eviction, clocks, TLS, ACLs,
 //     Sentinel and Redis Cluster.
+//   - Package [github.com/quorumlock/redlock/admin]: the operators' API, to
+//     read a key on every node, remove a lock whose owner is gone, and see
+//     each node's health.
+//   - Package [github.com/quorumlock/redlock/observe]: what an
+//     Options.Observer is told, for metrics, traces and audit logs.
 //
 // [How it works]: https://github.com/quorumlock/redlock/blob/main/docs/how-it-works.md
 // [SAFETY.md]: https://github.com/quorumlock/redlock/blob/main/SAFETY.md

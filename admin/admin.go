@@ -31,14 +31,17 @@ func New(c *redlock.Client) *Client {
 func (a *Client) Quorum() int { return a.c.Quorum() }
 
 // States returns what the client last observed of each node, in the order
-// given to redlock.New. Every round updates it; Probe refreshes it on
-// demand.
+// given to redlock.New. It sends nothing: every round of the client updates
+// the states, and Probe refreshes them on demand.
 func (a *Client) States() []observe.NodeState { return a.c.States() }
 
-// Probe asks every node for its state, without touching any lock: whether
-// it answers, how long its process has run, the largest TTL recorded on
-// it, its clock, and from these whether it is in quarantine. It waits for
-// every node, at most redlock.Options.ReleaseTimeout.
+// Probe asks every node for its state and returns it, in the order given
+// to redlock.New; States shows it afterwards. It touches no lock, and waits
+// for every node, at most redlock.Options.ReleaseTimeout.
+//
+// A node's state says whether it answers, how long its process has run
+// (Age), the largest TTL recorded on it (MaxTTL), its clock (ClockOffset),
+// and from these whether it is in quarantine.
 //
 // A node keeps its records per cluster hash slot (see [wire.MarkerKey]);
 // Probe reads those of the slot of the empty key. The process age is the
@@ -63,8 +66,9 @@ const (
 	// moment, or acquisitions that contend. The keys expire with their
 	// TTLs.
 	KeySplit
-	// KeyShared means readers of a read-write lock (redlock.RWLock) hold the key,
-	// each on a quorum of nodes (Inspection.Readers), and no writer does.
+	// KeyShared means readers of a read-write lock (redlock.RWLock) hold
+	// the key, each on a quorum of nodes (Inspection.Readers), and no
+	// writer does.
 	KeyShared
 )
 
@@ -83,10 +87,9 @@ type Inspection struct {
 	State KeyState
 	// Holder is the ID of the acquisition that holds the key on a quorum
 	// (see redlock.Lock.ID), Owner its owner's label (see
-	// redlock.Options.Owner), and
-	// Ends when fewer than a quorum of nodes will hold it if it is not
-	// extended, estimated from the nodes' remaining TTLs; all set only
-	// when State is KeyHeld.
+	// redlock.Options.Owner), and Ends when fewer than a quorum of nodes
+	// will hold it if it is not extended, estimated from the nodes'
+	// remaining TTLs; all set only when State is KeyHeld.
 	Holder string
 	Owner  string
 	Ends   time.Time
@@ -101,17 +104,17 @@ type Inspection struct {
 	Fence int64
 	// Quarantine is how long a node's records for the key's cluster slot
 	// (KeyView.Age) must have run for the node to vote for the key, as
-	// this client judges a round: the longest of Options.Quarantine, the
-	// largest TTL the client has seen, and the largest TTL any node
-	// records for the slot (KeyView.MaxTTL); 0 with
-	// redlock.Options.DisableQuarantine.
+	// this client judges a round: the longest of
+	// redlock.Options.Quarantine, the largest TTL the client has seen, and
+	// the largest TTL any node records for the slot (KeyView.MaxTTL); 0
+	// with redlock.Options.DisableQuarantine.
 	Quarantine time.Duration
 	// Nodes holds each node's answer, in the order given to redlock.New.
 	Nodes []KeyView
-	// Err says why State is KeyUnknown: a *redlock.OpError wrapping ErrRefused
-	// when so many nodes refused the read that no quorum could answer, or
-	// ErrNoQuorum when too few answered otherwise. It is nil for the
-	// other states.
+	// Err says why State is KeyUnknown: a *redlock.OpError wrapping
+	// redlock.ErrRefused when so many nodes refused the read that no quorum
+	// could answer, or redlock.ErrNoQuorum when too few answered otherwise.
+	// It is nil for the other states.
 	Err error
 }
 
@@ -120,8 +123,7 @@ type KeyView struct {
 	Node string // the node's Name
 	// Err is why the node gave no view: it did not answer in time
 	// (observe.OutcomeFailed or OutcomeNoAnswer) or refused the request
-	// (OutcomeRefused). The
-	// other fields are zero then.
+	// (OutcomeRefused). The other fields are zero then.
 	Err     error
 	Outcome observe.Outcome
 	Held    bool          // the node holds the key
@@ -129,8 +131,10 @@ type KeyView struct {
 	Owner   string        // Held: its owner's label; "" if it has none
 	TTL     time.Duration // Held: how long the node keeps the key
 	Fence   int64         // the node's fence counter for the key; 0 if none
-	Age     time.Duration // how long ago the node's records for the key's slot started; -1 if it has none
-	MaxTTL  time.Duration // the largest TTL those records hold
+	// Age is how long ago the node's records for the key's slot started;
+	// -1 if it has none. MaxTTL is the largest TTL those records hold.
+	Age    time.Duration
+	MaxTTL time.Duration
 	// The live readers of a read-write lock on the key, and the number of
 	// live intents of waiting writers (see redlock.RWLock).
 	Readers []ReaderView
@@ -150,20 +154,22 @@ type ReaderView struct {
 type ReaderHold struct {
 	ID    string    // the reader's redlock.Lock.ID
 	Owner string    // its owner's label
-	Ends  time.Time // when fewer than a quorum of nodes will hold it, unless it is extended
+	Ends  time.Time // when fewer than a quorum will hold it, unless extended
 }
 
-// Inspect reads what every node holds for key, in one round that changes
-// nothing: whether the key is held, by which acquisition and owner, for
-// how much longer, and its fence counter; and from that the quorum's
-// verdict. It waits for every node, at most
-// redlock.Options.ReleaseTimeout. It never returns a holder's token,
-// which would let its reader release the lock: it shows the token's ID
-// (see redlock.Lock.ID) instead.
+// Inspect reads what every node holds for key and returns the quorum's
+// verdict, changing nothing. It names a holder by its ID (redlock.Lock.ID),
+// never by its token, which would let the reader release the lock.
 //
-// A node that does not answer, or refuses (a key of another type gives
-// WRONGTYPE), has Err set in its KeyView; Inspect returns an error only
-// for an invalid key.
+// Inspect makes one round and waits for every node, at most
+// redlock.Options.ReleaseTimeout. Each node's KeyView says whether it holds
+// the key, for which acquisition and owner, for how much longer, and its
+// fence counter. A node that does not answer, or refuses (a key of another
+// type gives WRONGTYPE), has Err set in its KeyView; too few answers make
+// the State KeyUnknown.
+//
+// Inspect returns an error only for an invalid key: a *redlock.OpError
+// wrapping redlock.ErrInvalid, before anything is sent.
 func (a *Client) Inspect(ctx context.Context, key string) (*Inspection, error) {
 	if err := clientx.CheckKey(key); err != nil {
 		return nil, &redlock.OpError{Op: "inspect", Key: key, Err: err}
@@ -278,24 +284,23 @@ func inspectReaders(ins *Inspection, start time.Time, quorum int) {
 }
 
 // ForceRelease deletes the lock on key from every node, whatever token
-// holds it, and reports what each node held before. It is an operator's
-// tool for a lock whose owner is gone (a process that hangs, or a lock
-// with a long TTL whose holder crashed); a lock's owner calls
-// Lock.Release instead.
+// holds it, so that the next owner's fence exceeds the removed owner's,
+// and returns what each node held before. It returns nil once a quorum of
+// nodes has confirmed. It is for a lock whose owner is gone (a process
+// that hangs, or a crashed holder of a long TTL); an owner calls
+// redlock.Lock.Release instead.
 //
-// It first reads every node's fence counter, as Inspect does, and then
-// raises every counter to the largest, as Release does, so that the next
-// owner's fence exceeds the removed owner's: resources that check fences
-// refuse the removed owner's late writes. Waiters are told at once.
+// The removed owner is not stopped: if it is still at work, it holds a
+// lock that no longer excludes anyone. It learns of the loss at its next
+// Extend (or AutoExtend, which then ends its Context), or when its
+// validity ends; its writes are safe only where they check the fence.
 //
-// The risk is the removed owner's: if it is still at work, it is not
-// stopped, and it holds a lock that no longer excludes anyone. It learns
-// of the loss at its next Extend (or AutoExtend, which then ends its
-// Context), or when its validity ends; its writes are safe only where they
-// check the fence.
-//
-// On the key of a read-write lock (redlock.RWLock), it removes the
-// writer, every reader and every waiting writer's intent alike.
+// ForceRelease first reads every node's fence counter, as Inspect does,
+// and then raises every counter to the largest, as Release does: resources
+// that check fences refuse the removed owner's late writes. Waiters are
+// told at once. On the key of a read-write lock (redlock.RWLock), it
+// removes the writer, every reader and every waiting writer's intent
+// alike.
 //
 // What is removed on a node is whatever holds the key when the deletion
 // reaches it, unless the key's grant there came with a fence above the
@@ -306,13 +311,13 @@ func inspectReaders(ins *Inspection, start time.Time, quorum int) {
 // did not exceed the floor: on nodes whose clocks are behind the clock or
 // counter that set the floor.
 //
-// ForceRelease returns nil once a quorum of nodes has confirmed, so that
-// the lock can be obtained again; the views of the nodes that did not
-// answer carry their errors, and their keys expire with their TTLs. With
-// fewer than a quorum it returns a *redlock.OpError wrapping ErrRefused
-// or ErrNoQuorum, with the views as far as they go. It ignores the
-// cancellation of ctx once the deletion is sent, like Release, and waits
-// for every node, at most redlock.Options.ReleaseTimeout.
+// The views of the nodes that did not answer carry their errors, and
+// their keys expire with their TTLs. With fewer than a quorum ForceRelease
+// returns a *redlock.OpError wrapping redlock.ErrRefused or
+// redlock.ErrNoQuorum, with the views as far as they go; for an invalid
+// key, one wrapping redlock.ErrInvalid, before anything is sent. It ignores
+// the cancellation of ctx once the deletion is sent, like Release, and
+// waits for every node, at most redlock.Options.ReleaseTimeout.
 func (a *Client) ForceRelease(ctx context.Context, key string) ([]KeyView, error) {
 	if err := clientx.CheckKey(key); err != nil {
 		return nil, &redlock.OpError{Op: "force-release", Key: key, Err: err}
@@ -321,14 +326,17 @@ func (a *Client) ForceRelease(ctx context.Context, key string) ([]KeyView, error
 	return views(r), r.Err
 }
 
-// InspectSemaphore reads every slot of the semaphore s as Inspect reads a
-// lock, all slots at once, and changes nothing. It returns one Inspection
-// per slot, slot 0 first, each with Key set to the slot's key
-// (wire.PermitKey): a slot held on a quorum is a permit in use, whose
-// Holder is the permit's ID (redlock.Permit.ID) and Owner its owner's
-// label. It returns an error only for an invalid key or number of
-// permits; a node that does not answer has Err set in its KeyView, slot
-// by slot. The semaphore is read through its own redlock.Client.
+// InspectSemaphore reads every slot of the semaphore s, as Inspect reads a
+// lock, and returns one Inspection per slot, slot 0 first. It changes
+// nothing.
+//
+// Each Inspection's Key is the slot's key (wire.PermitKey). A slot held on
+// a quorum is a permit in use: its Holder is the permit's ID
+// (redlock.Permit.ID) and its Owner the permit's owner's label. The slots
+// are read at once, through the redlock.Client that made s, even if it is
+// not a's. A node that does not answer has Err set in its KeyView, slot by
+// slot; InspectSemaphore returns an error (wrapping redlock.ErrInvalid)
+// only for an invalid key or number of permits.
 func (a *Client) InspectSemaphore(ctx context.Context, s *redlock.Semaphore) ([]*Inspection, error) {
 	c, key, n := clientx.Semaphore(s)
 	if err := clientx.CheckSemaphore(key, n); err != nil {
@@ -350,9 +358,12 @@ func (a *Client) InspectSemaphore(ctx context.Context, s *redlock.Semaphore) ([]
 
 // ForceReleasePermit deletes the permit in slot (from 0 to n-1) of the
 // semaphore s from every node, whatever token holds it, and wakes the
-// semaphore's waiters: it is ForceRelease for a permit whose holder is
-// gone, with the same fence floor, risk and results. InspectSemaphore
+// semaphore's waiters. It is ForceRelease for a permit whose holder is
+// gone, with the same fence floor, risk and results; InspectSemaphore
 // shows the slots and who holds them.
+//
+// A slot out of range, or an invalid semaphore, gives a *redlock.OpError
+// wrapping redlock.ErrInvalid before anything is sent.
 func (a *Client) ForceReleasePermit(ctx context.Context, s *redlock.Semaphore, slot int) ([]KeyView, error) {
 	c, key, n := clientx.Semaphore(s)
 	err := clientx.CheckSemaphore(key, n)

@@ -23,19 +23,22 @@ import (
 // Client or the Lock the event is about. Without an Observer the Client
 // does none of this work.
 type Observer interface {
-	// Start is called when an operation begins, with the operation's
-	// name (see OpEvent) and the caller's context (for AutoExtend's
-	// extensions, a background context). The operation
-	// goes on with the context Start returns: its requests to the nodes
-	// and its events get it, so a tracer can put its span there. It must
-	// be ctx itself or derived from it.
+	// Start is called when an operation begins, and returns the context
+	// the operation goes on with: its requests to the nodes and its events
+	// get it, so a tracer can put its span there. It must return ctx itself
+	// or a context derived from it.
+	//
+	// op is the operation's name (see OpEvent); ctx is the caller's
+	// context, or a background context for AutoExtend's extensions.
 	Start(ctx context.Context, op, key string) context.Context
 
-	// Observe receives one event: a RoundEvent, an OpEvent, a LostEvent
-	// or a NodeEvent. Other event types may be added; an Observer should
-	// ignore the types it does not know. ctx is what Start returned for
-	// the operation the event belongs to; for a LostEvent found at the
-	// lock's deadline, it is a background context.
+	// Observe receives one event: a RoundEvent, an OpEvent, a LostEvent or
+	// a NodeEvent, with the context Start returned for the operation the
+	// event belongs to. Other event types may be added; an Observer should
+	// ignore the types it does not know.
+	//
+	// For a LostEvent found at the lock's deadline, ctx is a background
+	// context.
 	Observe(ctx context.Context, e Event)
 }
 
@@ -43,19 +46,22 @@ type Observer interface {
 // RoundEvent, OpEvent, LostEvent and NodeEvent.
 type Event interface{ event() }
 
-// A RoundEvent reports one round: one request sent to every node at once.
+// A RoundEvent reports one round: one request sent to every node at once,
+// with each node's answer.
+//
 // Lock makes a round per attempt, and one more to clean up each failed
-// attempt ("cleanup"); Extend and Release make one round each; Campaign
-// makes an "elect" round once it holds the lock; Election.Leader makes a
-// "leader" round. Of the operators' calls (package admin), Probe makes a
-// "probe" round, Inspect an "inspect" round and ForceRelease an
-// "inspect" round that it does not report and a "force-release" round. Client.Adopt makes an "adopt" round; an RWLock
-// writer that stops waiting makes a "drop-intent" round to take its
-// intent back (see RWLock), as does one granted while a node refused it.
+// attempt ("cleanup"); Extend and Release make one round each;
+// Client.Adopt makes an "adopt" round; Campaign makes an "elect" round once
+// it holds the lock; Election.Leader makes a "leader" round. An RWLock
+// writer that stops waiting makes a "drop-intent" round to take its intent
+// back (see redlock.RWLock), as does one granted while a node refused it.
+// Of the operators' calls (package admin), Probe makes a "probe" round,
+// Inspect an "inspect" round, and ForceRelease an "inspect" round that it
+// does not report and a "force-release" round.
 type RoundEvent struct {
 	Op       string        // as above
 	Key      string        // the lock's key; empty for "probe"
-	Round    int           // acquire and cleanup: the attempt of Lock, from 1; otherwise 1
+	Round    int           // acquire, cleanup: Lock's attempt, from 1; else 1
 	Start    time.Time     // just before the first request was sent
 	Duration time.Duration // until the round was decided
 	OK       bool          // whether a quorum of nodes did what was asked
@@ -67,14 +73,16 @@ type RoundEvent struct {
 	Nodes []NodeResult
 }
 
-// An OpEvent reports the end of an operation: Lock, TryLock, LockAll,
-// TryLockAll, Semaphore.Acquire, Semaphore.TryAcquire, the RLock,
-// TryRLock, Lock and TryLock of an RWLock, and each lock attempt of
-// Election.Campaign (Op "acquire"), Client.Adopt ("adopt"), Extend
-// ("extend"), Release ("release"), and the operators' Inspect and
-// InspectSemaphore ("inspect", once per key read) and ForceRelease and
-// ForceReleasePermit ("force-release") of package admin, including a call
-// refused for a bad key or TTL (Err wraps redlock.ErrInvalid).
+// An OpEvent reports the end of an operation, including a call refused
+// for a bad key or TTL (Err wraps redlock.ErrInvalid).
+//
+// Op is "acquire" for Lock, TryLock, LockAll, TryLockAll,
+// Semaphore.Acquire, Semaphore.TryAcquire, the RLock, TryRLock, Lock and
+// TryLock of an RWLock, and each lock attempt of Election.Campaign;
+// "adopt" for Client.Adopt; "extend" for Extend; "release" for Release.
+// Of the operators' calls (package admin), Inspect and InspectSemaphore
+// report "inspect", once per key read, and ForceRelease and
+// ForceReleasePermit "force-release".
 type OpEvent struct {
 	Op       string
 	Key      string
@@ -82,18 +90,25 @@ type OpEvent struct {
 	Duration time.Duration // how long the call took
 	Quorum   int           // how many nodes must agree: N/2+1
 	Rounds   int           // acquire: the rounds made
-	TTL      time.Duration // acquire, extend: the TTL asked for, to the millisecond when valid
-	Fence    int64         // acquire, adopt: the lock's fence, when obtained
-	Until    time.Time     // acquire, adopt, extend: the lock's validity deadline, when the call succeeded
-	Held     time.Duration // release: from the start of the acquiring round to the release
-	Err      error         // nil on success; as the call returned it
+	// TTL (acquire, extend) is the TTL asked for, to the millisecond when
+	// valid.
+	TTL   time.Duration
+	Fence int64 // acquire, adopt: the lock's fence, when obtained
+	// Until (acquire, adopt, extend) is the lock's validity deadline, when
+	// the call succeeded.
+	Until time.Time
+	// Held (release) is the time from the start of the acquiring round to
+	// the release.
+	Held time.Duration
+	Err  error // nil on success; as the call returned it
 }
 
 // A LostEvent reports that a lock was lost while its owner still held it:
 // its validity deadline passed without an extension, with Lock.Context in
-// use, or Extend found that a quorum no longer holds it. The lock's
-// context ends with Cause, which is a *redlock.OpError from Extend (errors.As
-// tells the two apart) or an error saying that the validity ended.
+// use, or Extend found that a quorum no longer holds it.
+//
+// The lock's context ends with Cause: a *redlock.OpError from Extend, or
+// an error saying that the validity ended (errors.As tells the two apart).
 type LostEvent struct {
 	Key   string
 	Fence int64
@@ -102,8 +117,8 @@ type LostEvent struct {
 }
 
 // A NodeEvent reports that the Client's view of a node changed health, as
-// the States of package admin shows it: a node became unreachable, was quarantined after
-// a restart, or came back.
+// package admin's States shows it: a node became unreachable, was
+// quarantined after a restart, or came back.
 type NodeEvent struct {
 	Previous NodeHealth
 	State    NodeState
@@ -157,11 +172,13 @@ func (o Outcome) String() string {
 // NodeResult is what one node did with one request. RoundEvent.Nodes and
 // redlock.OpError.Nodes hold one for each node, in the Client's order.
 type NodeResult struct {
-	Node    string        // the node's Name
-	Outcome Outcome       // what it did
-	TTL     time.Duration // Taken: the other owner's remaining time to live; Quarantined: the time left
-	Fence   int64         // OK from an acquisition: the fence the node granted
-	Err     error         // Failed, Refused, NoAnswer: the error
+	Node    string  // the node's Name
+	Outcome Outcome // what it did
+	// TTL is, for OutcomeTaken, the other owner's remaining time to live,
+	// and for OutcomeQuarantined, how long the node stays out.
+	TTL     time.Duration
+	Fence   int64         // OutcomeOK from an acquisition: the fence granted
+	Err     error         // OutcomeFailed, OutcomeRefused, OutcomeNoAnswer: why
 	Latency time.Duration // from the start of the round to the answer
 }
 
@@ -222,12 +239,14 @@ func (h NodeHealth) String() string {
 type NodeState struct {
 	Node   string     // the node's Name
 	Health NodeHealth // what the last answer, or its absence, showed
-	Until  time.Time  // NodeQuarantined: when the node is expected to vote again
+	Until  time.Time  // NodeQuarantined: when the node should vote again
 	Err    error      // NodeUnreachable, NodeRefusing, NodeBusy: the last error
 	Seen   time.Time  // when the state was observed; zero if never
 
-	// Set by the Probe of package admin only.
-	Age         time.Duration // how long the node's redis-server process has run
-	MaxTTL      time.Duration // the largest TTL recorded on the node
-	ClockOffset time.Duration // the node's clock minus this machine's, to the millisecond
+	// Set by package admin's Probe only: how long the node's redis-server
+	// process has run, the largest TTL recorded on the node, and the
+	// node's clock minus this machine's, to the millisecond.
+	Age         time.Duration
+	MaxTTL      time.Duration
+	ClockOffset time.Duration
 }
