@@ -46,7 +46,7 @@
 // besides those of the four operations, "cleanup" rounds remove the keys
 // of a failed acquisition round, "drop-intent" rounds take back the intent
 // of an RWLock writer that stopped waiting, and "probe" rounds are made by
-// Client.Probe; redlock.round.ok says whether a quorum did what was asked
+// admin.Client.Probe; redlock.round.ok says whether a quorum did what was asked
 // (for a probe, whether every node answered).
 //
 // redlock.node.latency is each node's time to answer, for the answers that
@@ -121,6 +121,6 @@
 // redlock.held_ms, error.message).
 //
 // Events that belong to no operation's span, such as the rounds of
-// Client.Probe and a loss found at the lock's deadline, are counted in
+// admin.Client.Probe and a loss found at the lock's deadline, are counted in
 // the metrics only.
 package otelredlock
