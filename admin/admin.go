@@ -284,11 +284,11 @@ func inspectReaders(ins *Inspection, start time.Time, quorum int) {
 }
 
 // ForceRelease deletes the lock on key from every node, whatever token
-// holds it, so that the next owner's fence exceeds the removed owner's,
-// and returns what each node held before. It returns nil once a quorum of
-// nodes has confirmed. It is for a lock whose owner is gone (a process
-// that hangs, or a crashed holder of a long TTL); an owner calls
-// redlock.Lock.Release instead.
+// holds it, and raises the key's fence counters so that the next owner's
+// fence exceeds the removed owner's. It returns what each node held
+// before, and nil once a quorum of nodes has confirmed. It is for a lock
+// whose owner is gone (a process that hangs, or a crashed holder of a long
+// TTL); an owner calls redlock.Lock.Release instead.
 //
 // The removed owner is not stopped: if it is still at work, it holds a
 // lock that no longer excludes anyone. It learns of the loss at its next
@@ -296,8 +296,9 @@ func inspectReaders(ins *Inspection, start time.Time, quorum int) {
 // validity ends; its writes are safe only where they check the fence.
 //
 // ForceRelease first reads every node's fence counter, as Inspect does,
-// and then raises every counter to the largest, as Release does: resources
-// that check fences refuse the removed owner's late writes. Waiters are
+// and then raises every counter to the largest (the floor), as Release
+// does: resources that check fences refuse the removed owner's late
+// writes. Waiters are
 // told at once. On the key of a read-write lock (redlock.RWLock), it
 // removes the writer, every reader and every waiting writer's intent
 // alike.
