@@ -2,14 +2,11 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/wire"
 )
 
@@ -428,104 +425,4 @@ func (s *Semaphore) ForceRelease(ctx context.Context, slot int) ([]KeyView, erro
 		return nil, &OpError{Op: "force-release", Key: s.key, Err: err}
 	}
 	return s.c.forceRelease(ctx, wire.PermitKey(s.key, slot), s.key)
-}
-
-// quarantineFor returns how long a node must have run to vote for a lock
-// with the given TTL; 0 when quarantine is disabled.
-func (c *Client) quarantineFor(ttl time.Duration) time.Duration {
-	if c.opts.DisableQuarantine {
-		return 0
-	}
-	return max(c.opts.Quarantine, time.Duration(c.learned.Load()), ttl)
-}
-
-// heardAllAt records that every node answered a round that started at t,
-// with its age and the largest TTL it knows.
-func (c *Client) heardAllAt(t time.Time) {
-	raise(&c.heardAll, int64(t.Sub(c.born))+1) // 0 means never
-}
-
-// lastHeardAll returns the start of the latest round in which every node
-// answered, or the zero time if there has been none.
-func (c *Client) lastHeardAll() time.Time {
-	at := c.heardAll.Load()
-	if at == 0 {
-		return time.Time{}
-	}
-	return c.born.Add(time.Duration(at - 1))
-}
-
-// learn records a TTL that some client used on the nodes.
-func (c *Client) learn(ttl time.Duration) {
-	raise(&c.learned, int64(ttl))
-}
-
-// answered reports whether err is the node's own error reply, rather than
-// a failure to hear from the node.
-func answered(err error) bool {
-	var reply *driver.ReplyError
-	return errors.As(err, &reply)
-}
-
-// raise sets a to v if v is larger.
-func raise(a *atomic.Int64, v int64) {
-	for {
-		old := a.Load()
-		if v <= old || a.CompareAndSwap(old, v) {
-			return
-		}
-	}
-}
-
-// heard records what an acquisition or probe round showed of the nodes:
-// the largest TTL any of them has seen, and each one's health, judged
-// against quarantine (0 for a probe: the learned one). A node whose answer
-// was not waited for keeps its previous state. The Observer is told of
-// every change.
-func (c *Client) heard(ctx context.Context, r *round, quarantine time.Duration) {
-	c.learn(r.maxTTL) // covers the TTL of a grant: every acquire reply reports at least its own TTL
-	if all := r.pending == 0; all {
-		for _, d := range r.decoded {
-			all = all && d.Age >= 0
-		}
-		if all {
-			c.heardAllAt(r.start)
-		}
-	}
-	if quarantine == 0 {
-		quarantine = c.quarantineFor(0)
-	}
-	now := time.Now()
-	var changed []NodeEvent
-	c.mu.Lock()
-	defer func() {
-		c.mu.Unlock()
-		for _, e := range changed {
-			c.hooks.event(ctx, e)
-		}
-	}()
-	for i, res := range r.results {
-		st := &c.states[i]
-		was := st.Health
-		switch {
-		case res.Outcome == NoAnswer && res.Err == nil:
-			continue
-		case res.Outcome == Refused:
-			st.Health, st.Err, st.Until = NodeRefusing, res.Err, time.Time{}
-		case res.Outcome == Failed && answered(res.Err):
-			st.Health, st.Err, st.Until = NodeBusy, res.Err, time.Time{}
-		case res.Outcome == Failed || res.Outcome == NoAnswer:
-			st.Health, st.Err, st.Until = NodeUnreachable, res.Err, time.Time{}
-		case res.Outcome == Quarantined:
-			st.Health, st.Err, st.Until = NodeQuarantined, nil, now.Add(res.TTL)
-		case r.decoded[i].Age >= 0 && r.decoded[i].Age < quarantine:
-			st.Health, st.Err, st.Until = NodeQuarantined, nil, now.Add(quarantine-r.decoded[i].Age)
-		default:
-			st.Health, st.Err, st.Until = NodeHealthy, nil, time.Time{}
-		}
-		st.Seen = now
-		if st.Health != was {
-			changed = append(changed, NodeEvent{Previous: was, State: *st})
-		}
-	}
 }
