@@ -151,6 +151,12 @@ func (c *Client) lock(ctx context.Context, ks keyset, ttl time.Duration, wait bo
 			return nil, n, e
 		}
 		last = e
+		// A round that failed for want of a quorum (nodes unreachable,
+		// refusing for now, or sitting out their quarantine) is not
+		// followed at the announcement of a release: the nodes that kept
+		// it from a quorum are no closer to answering, and the clean-up
+		// of every failed round is itself a release.
+		w.paced = e.Err == ErrNoQuorum
 	}
 }
 
@@ -161,6 +167,7 @@ type waiter struct {
 	queue bool   // wait behind the Client's other goroutines (Lock, not TryLock)
 	begin time.Time
 
+	paced  bool            // the last round failed for want of a quorum: wait RetryDelay, ignoring wakes
 	gate   *gate           // the key's gate, once entered
 	wake   <-chan struct{} // the key's release announcements; nil if none
 	cancel func()          // ends the subscription
@@ -175,7 +182,11 @@ type waiter struct {
 // a release between the first round and the subscription would otherwise
 // go unnoticed. Before later rounds it waits for an announcement, or for
 // a release by another goroutine of this Client, then a short random
-// pause; or else a random pause around Options.RetryDelay.
+// pause; or else a random pause around Options.RetryDelay. After a round
+// that failed for want of a quorum (w.paced) it waits that random pause
+// and nothing else: a release cannot bring unreachable nodes back, and
+// following announcements then would turn every waiter into a loop of
+// rounds woken by each other's clean-ups.
 func (w *waiter) wait(ctx context.Context, round int) error {
 	c := w.c
 	switch round {
@@ -192,9 +203,12 @@ func (w *waiter) wait(ctx context.Context, round int) error {
 	case 2:
 		sctx, cancel := context.WithCancel(ctx)
 		w.cancel = cancel
-		if w.wake = c.subscribe(sctx, w.ks.Channels()); w.wake != nil {
+		if w.wake = c.subscribe(sctx, w.ks.Channels()); w.wake != nil && !w.paced {
 			return ctx.Err()
 		}
+	}
+	if w.paced {
+		return sleep(ctx, c.retryDelay())
 	}
 	var local <-chan struct{} // releases by this Client's goroutines
 	if w.gate != nil {
