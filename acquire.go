@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"math"
 	mathrand "math/rand/v2"
 	"strings"
@@ -147,7 +148,7 @@ func (c *Client) lock(ctx context.Context, ks keyset, ttl time.Duration, wait bo
 			}
 			return nil, e.Rounds, e
 		}
-		if !wait || e.Err == ErrRefused || c.opts.Tries > 0 && n >= c.opts.Tries {
+		if !wait || e.Err == ErrRefused || errors.Is(e.Err, ErrInvalid) || c.opts.Tries > 0 && n >= c.opts.Tries {
 			return nil, n, e
 		}
 		last = e
@@ -260,6 +261,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n int) (*Lock, *OpError) {
 	if err := expired(ctx); err != nil {
 		return nil, &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n - 1, ctxErr: err}
+	}
+	// One server, one vote: two nodes that are one server never both
+	// count (a check made once per node, at its first round).
+	if err := c.identify(ctx, c.nodeTimeout(ttl)); err != nil {
+		return nil, &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n - 1, Err: err}
 	}
 	// Step 1: a fresh token, which carries the owner's label; t0 is read
 	// in send, just before the first request goes out.

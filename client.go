@@ -1,8 +1,11 @@
 package redlock
 
 import (
+	"context"
 	"log/slog"
+	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/wire"
 )
 
 // A Node is one vote of the lock client: an independent Redis master, a
@@ -20,22 +24,26 @@ import (
 // clients; package driver says what any other client must do to be one.
 type Node = driver.Node
 
-// The defaults of Options, and the limits of its values and of a lock's
-// arguments.
+// MaxOwnerLen is the longest Options.Owner, and the longest value an
+// election's candidate campaigns with, in bytes.
+const MaxOwnerLen = 64
+
+// The defaults of Options, and the limits of a lock's arguments.
 const (
 	defaultDriftFactor    = 0.01
 	defaultMinDrift       = 2 * time.Millisecond
 	defaultMaxNodeTimeout = 250 * time.Millisecond
 	defaultRetryDelay     = 50 * time.Millisecond
 	defaultReleaseTimeout = time.Second
+	defaultMaxTTL         = time.Hour
 
 	// minValidity is the least validity a TTL must be able to give after
 	// the drift allowance is taken off; shorter TTLs are rejected.
 	minValidity = 5 * time.Millisecond
 
-	// MaxOwnerLen is the longest Options.Owner, and the longest value an
-	// election's candidate campaigns with, in bytes.
-	MaxOwnerLen = 64
+	// maxKeyLen is the longest key, in bytes, that a lock, semaphore,
+	// election or read-write lock may have (see CheckKey).
+	maxKeyLen = 1024
 )
 
 // Options configures a Client. The zero value of every field selects the
@@ -86,6 +94,20 @@ type Options struct {
 	// client of these nodes uses to be sure. Quarantine never shortens the
 	// learned value.
 	Quarantine time.Duration
+
+	// MaxTTL is the longest TTL the client accepts: Lock, TryLock,
+	// LockAll, Extend and the TTLs of RWLock, Semaphore and Election
+	// refuse a longer one with an error wrapping ErrInvalid before
+	// anything is sent. Default 1 hour. A job that runs longer holds a
+	// shorter lock and keeps it with AutoExtend or Extend.
+	//
+	// The cap bounds the harm of a mistaken TTL: every node must sit out a
+	// restart for as long as the longest lock it may have lost could be
+	// valid, and the client learns that bar from the TTLs it sees. A TTL
+	// weighs on the bar only until a lock taken with it could no longer be
+	// held, so one long lock does not hold nodes back once it has ended.
+	// Quarantine must not be above MaxTTL.
+	MaxTTL time.Duration
 
 	// DisableQuarantine lets every node vote however recently it started.
 	// Set it only for nodes that keep their keys across restarts
@@ -139,9 +161,17 @@ type Client struct {
 	lanes  []*lane // for each node that is a driver.Batcher; nil for others
 	flying flight  // requests sent and not yet answered
 
-	learned  atomic.Int64 // the largest TTL seen, in nanoseconds
+	learned  learning     // the TTLs seen, each while a lock with it may be held
 	born     time.Time    // when New made the client: the origin of heardAll
 	heardAll atomic.Int64 // 1 + nanoseconds from born to the start of the latest round every node answered; 0 if none
+
+	// Which Redis server each node is, learned once per node at the
+	// first round that meets it (see identify).
+	identified atomic.Bool // every node's server is known
+	idMu       sync.Mutex  // guards ids, idKnown and idErr
+	ids        []string    // each node's server run_id; "" if unknown or not told
+	idKnown    []bool      // whether the node has answered the identification
+	idErr      error       // two nodes are one server: every acquisition fails with it
 
 	mu     sync.Mutex // guards states
 	states []NodeState
@@ -157,6 +187,17 @@ type Client struct {
 // Cluster (see the package documentation on deployments). Any number of
 // nodes is allowed, but an odd number is best: four nodes survive one
 // failure, as three do.
+//
+// One server has one vote. New refuses two nodes of the same name, and
+// the first acquisition round that reaches two nodes that are the same
+// Redis server (the same run_id: say, redis://h:6379/0 and
+// redis://h:6379/1, or localhost and 127.0.0.1 for one server, or two
+// entries for one cluster) fails with an error wrapping ErrInvalid that
+// names both; so does every acquisition after it. New itself sends
+// nothing, so that a client can be made while nodes are down. What no
+// client can see, `redlock doctor` checks: servers that replicate one
+// another, persistence, and the other parts of a deployment's
+// independence.
 func New(nodes []Node, opts *Options) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, invalidf("no nodes")
@@ -188,6 +229,8 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		hooks:    newHooks(o.Observer, len(nodes)/2+1),
 		lanes:    make([]*lane, len(nodes)),
 		states:   make([]NodeState, len(nodes)),
+		ids:      make([]string, len(nodes)),
+		idKnown:  make([]bool, len(nodes)),
 		gates:    make(map[string]*gate),
 		handoffs: make(map[string]time.Time),
 	}
@@ -199,6 +242,58 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		}
 	}
 	return c, nil
+}
+
+// identify learns which Redis server each node is, once per node, and
+// returns an error wrapping ErrInvalid if two nodes are one server. After
+// every node has answered once it costs an atomic load. Until then it
+// sends the probe, bounded by timeout, to the nodes whose server is not
+// known yet, and to them only: a node that is up is asked once, however
+// long another stays down. Callers wait for one another meanwhile. A node that does not
+// answer is asked again before the next round. A server that does not
+// tell its run_id (INFO denied) cannot be compared, and is taken as
+// distinct.
+func (c *Client) identify(ctx context.Context, timeout time.Duration) error {
+	if c.identified.Load() {
+		return nil
+	}
+	c.idMu.Lock()
+	defer c.idMu.Unlock()
+	if c.idErr != nil || c.identified.Load() {
+		return c.idErr
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	call := wire.Probe()
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		if c.idKnown[i] {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := n.Eval(ctx, call.Script, call.Keys, call.Args)
+			if err != nil {
+				return
+			}
+			if d := call.Decode(v); d.Status == wire.OK {
+				c.idKnown[i], c.ids[i] = true, d.ServerID // each goroutine its own i
+			}
+		}()
+	}
+	wg.Wait()
+	all := !slices.Contains(c.idKnown, false)
+	for i, id := range c.ids {
+		for j := i + 1; id != "" && j < len(c.ids); j++ {
+			if c.ids[j] == id {
+				c.idErr = invalidf("nodes %q and %q are the same Redis server (run_id %s): one server would vote twice; give each server once", c.nodes[i].Name(), c.nodes[j].Name(), id)
+				return c.idErr
+			}
+		}
+	}
+	c.identified.Store(all)
+	return nil
 }
 
 // fill checks the options and sets the defaults of the zero values.
@@ -220,6 +315,9 @@ func (o *Options) fill() error {
 	}
 	if o.ReleaseTimeout == 0 {
 		o.ReleaseTimeout = defaultReleaseTimeout
+	}
+	if o.MaxTTL == 0 {
+		o.MaxTTL = defaultMaxTTL
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -277,6 +375,9 @@ func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 func (c *Client) fenceTTL(ttl time.Duration) time.Duration {
 	if c.opts.FenceRetention > 0 {
 		return c.opts.FenceRetention
+	}
+	if ttl > math.MaxInt64/10 { // only for MaxTTLs of decades
+		return math.MaxInt64
 	}
 	return max(10*ttl, time.Minute)
 }

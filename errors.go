@@ -3,8 +3,10 @@ package redlock
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/quorumlock/redlock/driver"
 )
@@ -71,7 +73,8 @@ func invalidf(format string, args ...any) error {
 // each node did in its last round.
 //
 // Err is the reason, one of ErrTaken, ErrNoQuorum, ErrRefused, ErrExpired
-// or ErrLockLost. When the caller's context ended the wait, the error also
+// or ErrLockLost, or an error wrapping ErrInvalid when two of the client's
+// nodes turn out to be one server (see New). When the caller's context ended the wait, the error also
 // wraps the context's error, so that errors.Is(err, context.Canceled) and
 // errors.Is(err, context.DeadlineExceeded) work; Err then holds the reason
 // of the last round that completed, or is nil if none did.
@@ -101,7 +104,7 @@ func (e *OpError) Unwrap() []error {
 
 func (e *OpError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "redlock: %s %q", e.Op, e.Key)
+	fmt.Fprintf(&b, "redlock: %s %s", e.Op, quoteKey(e.Key))
 	switch {
 	case e.ctxErr != nil && e.Err != nil:
 		fmt.Fprintf(&b, ": %v after %d rounds; last: %s", e.ctxErr, e.Rounds, reasonText(e.Err))
@@ -158,6 +161,21 @@ func refusals(nodes []NodeResult) string {
 		fmt.Fprintf(&b, " by %s: %s", strings.Join(by[m], ", "), m)
 	}
 	return b.String()
+}
+
+// quoteKey quotes key for an error text: whole up to 64 bytes; a longer
+// key by its first 64 bytes (cut at a rune boundary) and its length, so
+// that an error about a long key stays short.
+func quoteKey(key string) string {
+	const head = 64
+	if len(key) <= head {
+		return strconv.Quote(key)
+	}
+	cut := head
+	for cut > 0 && !utf8.RuneStart(key[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q…(%d bytes)", key[:cut], len(key))
 }
 
 func reasonText(err error) string {

@@ -3,6 +3,9 @@ package redlock
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,7 +54,7 @@ func (c *Client) quarantineFor(ttl time.Duration) time.Duration {
 	if c.opts.DisableQuarantine {
 		return 0
 	}
-	return max(c.opts.Quarantine, time.Duration(c.learned.Load()), ttl)
+	return max(c.opts.Quarantine, c.learned.max(time.Now()), ttl)
 }
 
 // heardAllAt records that every node answered a round that started at t,
@@ -72,7 +75,85 @@ func (c *Client) lastHeardAll() time.Time {
 
 // learn records a TTL that some client used on the nodes.
 func (c *Client) learn(ttl time.Duration) {
-	raise(&c.learned, int64(ttl))
+	if ttl > 0 {
+		c.learned.add(ttl, time.Now())
+	}
+}
+
+// learning remembers the TTLs a client has seen in use, each only while a
+// lock taken with it may still be held: a TTL seen at t weighs on the
+// quarantine until t + TTL. Past that, every lock it was used for has
+// expired or was extended (and an extension is seen again), so a restart
+// cannot have lost one. Its largest live TTL is the learned quarantine.
+//
+// It keeps the TTLs that some later-ending TTL does not outweigh: sorted
+// by TTL, longest first, and so by end, earliest first. Programs use a few
+// TTLs, so the list stays short; past maxWeights the two shortest TTLs are
+// merged into one weight of the longer TTL and the later end, which only
+// ever lengthens the bar.
+type learning struct {
+	mu      sync.Mutex
+	weights []weight
+}
+
+// A weight is a TTL seen in use, and when a lock taken with it ends.
+type weight struct {
+	ttl   time.Duration
+	until time.Time
+}
+
+// maxWeights bounds the TTLs a learning keeps apart.
+const maxWeights = 8
+
+// add records ttl, seen at now.
+func (l *learning) add(ttl time.Duration, now time.Time) {
+	w := weight{ttl, now.Add(ttl)}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.drop(now)
+	for _, o := range l.weights {
+		if o.ttl >= w.ttl && !o.until.Before(w.until) {
+			return // outweighed
+		}
+	}
+	kept := l.weights[:0]
+	for _, o := range l.weights {
+		if o.ttl > w.ttl || o.until.After(w.until) {
+			kept = append(kept, o)
+		}
+	}
+	i := 0
+	for i < len(kept) && kept[i].ttl > w.ttl {
+		i++
+	}
+	l.weights = slices.Insert(kept, i, w)
+	if n := len(l.weights); n > maxWeights {
+		l.weights[n-2].until = l.weights[n-1].until
+		l.weights = l.weights[:n-1]
+	}
+}
+
+// max returns the longest TTL that still weighs at now; 0 if none.
+func (l *learning) max(now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.drop(now)
+	if len(l.weights) == 0 {
+		return 0
+	}
+	return l.weights[0].ttl
+}
+
+// drop forgets the weights that have ended by now: the first ones, as the
+// ends rise along the list.
+func (l *learning) drop(now time.Time) {
+	i := 0
+	for i < len(l.weights) && !now.Before(l.weights[i].until) {
+		i++
+	}
+	if i > 0 {
+		l.weights = slices.Delete(l.weights, 0, i)
+	}
 }
 
 // answered reports whether err is the node's own error reply, rather than
@@ -117,6 +198,9 @@ func (c *Client) heard(ctx context.Context, r *round, quarantine time.Duration) 
 		c.mu.Unlock()
 		for _, e := range changed {
 			c.hooks.event(ctx, e)
+			if e.State.Health == NodeQuarantined {
+				c.logQuarantine(ctx, e.State, now)
+			}
 		}
 	}()
 	for i, res := range r.results {
@@ -143,4 +227,15 @@ func (c *Client) heard(ctx context.Context, r *round, quarantine time.Duration) 
 			changed = append(changed, NodeEvent{Previous: was, State: *st})
 		}
 	}
+}
+
+// logQuarantine tells the log, at Info level, that a node has just gone
+// into quarantine: once per node and quarantine, not once per round, since
+// it is logged only when the node's health changes to NodeQuarantined.
+// Without it the first lock on fresh servers waits a TTL and says nothing.
+func (c *Client) logQuarantine(ctx context.Context, st NodeState, now time.Time) {
+	c.log.LogAttrs(ctx, slog.LevelInfo, "redlock: node sits out its quarantine after a restart or a promotion; rounds that need its vote wait",
+		slog.String("node", st.Node),
+		slog.Duration("for", st.Until.Sub(now).Round(time.Millisecond)),
+		slog.String("hint", "set Options.DisableQuarantine (redlock --no-quarantine) only for test servers, or for servers that keep their keys across restarts"))
 }

@@ -447,6 +447,9 @@ var (
 
 func (n gatedNode) Name() string { return n.name }
 func (n gatedNode) Eval(ctx context.Context, s *driver.Script, _, _ []string) (any, error) {
+	if s.Name() == "probe" { // the client's identification of its nodes, once: not logged
+		return []any{int64(2 * time.Hour / time.Millisecond), int64(0), int64(0), "id-" + n.name}, nil
+	}
 	v := releasedReply
 	if s.Name() == "extend" {
 		v = int64(1)

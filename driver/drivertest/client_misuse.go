@@ -2,7 +2,9 @@ package drivertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +24,147 @@ func (s *suite) testMisuse(t *testing.T) {
 		for _, n := range []int{1, 4} {
 			name := fmt.Sprintf("PartialOutageQuarantine%vWaiters%d", q, n)
 			t.Run(name, func(t *testing.T) { s.testPartialOutage(t, q, n) })
+		}
+	}
+	t.Run("SameServerOtherDB", func(t *testing.T) {
+		srv := redistest.Start(t, redistest.Config{})
+		s.testSameServer(t, srv, "redis://127.0.0.1:"+port(srv)+"/0", "redis://127.0.0.1:"+port(srv)+"/1")
+	})
+	t.Run("SameServerLocalhost", func(t *testing.T) {
+		srv := redistest.Start(t, redistest.Config{})
+		s.testSameServer(t, srv, "redis://localhost:"+port(srv), "redis://127.0.0.1:"+port(srv))
+	})
+	t.Run("MaxTTLLockLeavesNoWeight", s.testMaxTTLLeavesNoWeight)
+	t.Run("QuarantineIsLogged", s.testQuarantineLogged)
+}
+
+// testSameServer gives a client two URLs of srv, a and b, beside another
+// server: the first round must fail with ErrInvalid naming both nodes,
+// before any vote is counted, and later rounds must fail at once, with
+// nothing sent.
+func (s *suite) testSameServer(t *testing.T, srv *redistest.Server, a, b string) {
+	other := redistest.Start(t, redistest.Config{})
+	c := s.client(t, []string{a, other.URL(), b}, nil)
+	key := keyFor(t)
+	_, err := c.Lock(ctxT(t), key, time.Second)
+	if !errors.Is(err, redlock.ErrInvalid) {
+		t.Fatalf("Lock over one server given twice: %v, want ErrInvalid", err)
+	}
+	names := c.Nodes()
+	for _, n := range []string{names[0], names[2]} {
+		if !strings.Contains(err.Error(), strconv.Quote(n)) {
+			t.Errorf("error %q does not name node %q", err, n)
+		}
+	}
+	if strings.Contains(err.Error(), strconv.Quote(names[1])) {
+		t.Errorf("error %q names the other node %q", err, names[1])
+	}
+	t.Logf("error: %v", err)
+	for _, db := range []int{0, 1} {
+		if inDB(t, srv, db, key) {
+			t.Errorf("the key was set in db %d of the doubled server", db)
+		}
+	}
+	if inDB(t, other, 0, key) {
+		t.Errorf("the key was set on the other server")
+	}
+	srv.MustDo(t, "CONFIG", "RESETSTAT")
+	other.MustDo(t, "CONFIG", "RESETSTAT")
+	for _, try := range []func() error{
+		func() error { _, err := c.TryLock(ctxT(t), key, time.Second); return err },
+		func() error { _, err := c.LockAll(ctxT(t), []string{key, key + "2"}, time.Second); return err },
+		func() error { _, err := c.Semaphore(key, 2).TryAcquire(ctxT(t), time.Second); return err },
+	} {
+		if err := try(); !errors.Is(err, redlock.ErrInvalid) {
+			t.Errorf("a later acquisition: %v, want ErrInvalid", err)
+		}
+	}
+	if n := commands(t, srv) + commands(t, other); n != 0 {
+		t.Errorf("later acquisitions sent %d commands; want none", n)
+	}
+}
+
+// testMaxTTLLeavesNoWeight takes a lock for Options.MaxTTL and releases
+// it; after that, 2-second locks on that key and on another must not wait
+// on nodes that did not restart. The servers are young (they started for
+// the test), so a record of the long TTL that outlived its lock would
+// quarantine them. The client that takes the 2-second locks learned
+// nothing itself: what it must not meet is a weight left on the nodes.
+func (s *suite) testMaxTTLLeavesNoWeight(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	const maxTTL = 8 * time.Second
+	long := s.client(t, cl.urls(), &redlock.Options{MaxTTL: maxTTL})
+	key := keyFor(t)
+	l, err := long.TryLock(ctxT(t), key, maxTTL)
+	if err != nil {
+		t.Fatalf("TryLock for MaxTTL: %v", err)
+	}
+	if _, err := long.TryLock(ctxT(t), key+":over", maxTTL+time.Millisecond); !errors.Is(err, redlock.ErrInvalid) {
+		t.Fatalf("TryLock above MaxTTL: %v, want ErrInvalid", err)
+	}
+	if err := l.Release(ctxT(t)); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	// The 2-second locks need nodes older than 2s.
+	time.Sleep(2500 * time.Millisecond)
+	short := s.quarantineClient(t, cl.urls(), &redlock.Options{MaxTTL: maxTTL})
+	for _, k := range []string{key, key + ":other"} {
+		l, err := short.TryLock(ctxT(t), k, 2*time.Second)
+		if err != nil {
+			t.Errorf("2s TryLock on %q after the MaxTTL lock was released: %v (needs the node side of issue 31 item 2)", k, err)
+			continue
+		}
+		l.Release(ctxT(t))
+	}
+}
+
+// logRecords is a slog.Handler that keeps every record.
+type logRecords struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logRecords) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *logRecords) WithGroup(string) slog.Handler            { return h }
+func (h *logRecords) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+
+// testQuarantineLogged locks on fresh servers with the quarantine on: the
+// rounds wait until the servers are older than the TTL, and the client
+// must say so at Info level, once per node, naming the node, the time
+// left and DisableQuarantine.
+func (s *suite) testQuarantineLogged(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	h := &logRecords{}
+	c := s.quarantineClient(t, cl.urls(), &redlock.Options{Logger: slog.New(h)})
+	l, err := c.Lock(ctxT(t), keyFor(t), 2*time.Second)
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	l.Release(ctxT(t))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	per := map[string]int{}
+	for _, r := range h.records {
+		if r.Level != slog.LevelInfo || !strings.Contains(r.Message, "quarantine") {
+			continue
+		}
+		attrs := map[string]string{}
+		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+		t.Logf("%s %v", r.Message, attrs)
+		per[attrs["node"]]++
+		if attrs["for"] == "" || !strings.Contains(attrs["hint"], "DisableQuarantine") {
+			t.Errorf("record %q %v: want the time left and DisableQuarantine", r.Message, attrs)
+		}
+	}
+	for _, n := range c.Nodes() {
+		if per[n] != 1 {
+			t.Errorf("node %s: %d quarantine records, want 1 (once per quarantine, not per round)", n, per[n])
 		}
 	}
 }

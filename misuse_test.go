@@ -1,0 +1,168 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/driver"
+)
+
+// countingNode counts the requests it gets and answers none of them.
+type countingNode struct {
+	name  string
+	evals *atomic.Int64
+}
+
+func (n countingNode) Name() string { return n.name }
+func (n countingNode) Eval(context.Context, *driver.Script, []string, []string) (any, error) {
+	n.evals.Add(1)
+	return nil, errors.New("countingNode has no server")
+}
+
+func TestMaxTTL(t *testing.T) {
+	for _, o := range []Options{
+		{MaxTTL: -time.Second},
+		{Quarantine: 2 * time.Hour},
+		{Quarantine: 2 * time.Minute, MaxTTL: time.Minute},
+	} {
+		if _, err := New(nodes("a"), &o); !errors.Is(err, ErrInvalid) {
+			t.Errorf("New(%+v): %v, want ErrInvalid", o, err)
+		}
+	}
+	if _, err := New(nodes("a"), &Options{Quarantine: 2 * time.Hour, MaxTTL: 3 * time.Hour}); err != nil {
+		t.Errorf("Quarantine below MaxTTL: %v", err)
+	}
+	c, _ := New(nodes("a"), nil)
+	if c.opts.MaxTTL != time.Hour {
+		t.Errorf("default MaxTTL %v, want 1h", c.opts.MaxTTL)
+	}
+
+	var evals atomic.Int64
+	c, err := New([]Node{countingNode{"a", &evals}, countingNode{"b", &evals}, countingNode{"c", &evals}}, &Options{MaxTTL: time.Minute, Tries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	huge := time.Duration(1<<63 - 1)
+	for _, ttl := range []time.Duration{time.Minute + time.Millisecond, time.Hour, huge} {
+		_, err1 := c.Lock(ctx, "k", ttl)
+		_, err2 := c.TryLock(ctx, "k", ttl)
+		_, err3 := c.LockAll(ctx, []string{"k", "j"}, ttl)
+		_, err4 := c.RWLock("k").TryLock(ctx, ttl)
+		_, err5 := c.RWLock("k").TryRLock(ctx, ttl)
+		_, err6 := c.Semaphore("k", 2).TryAcquire(ctx, ttl)
+		for i, err := range []error{err1, err2, err3, err4, err5, err6} {
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "MaxTTL") {
+				t.Errorf("TTL %v, call %d: %v, want ErrInvalid naming MaxTTL", ttl, i+1, err)
+			}
+		}
+	}
+	l := &Lock{c: c, until: time.Now().Add(time.Minute)}
+	if err := l.Extend(ctx, 2*time.Minute); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Extend beyond MaxTTL: %v, want ErrInvalid", err)
+	}
+	if n := evals.Load(); n != 0 {
+		t.Errorf("%d requests sent for TTLs above MaxTTL; want none", n)
+	}
+	if _, err := c.checkTTL(time.Minute); err != nil {
+		t.Errorf("TTL equal to MaxTTL: %v", err)
+	}
+}
+
+func TestFenceTTLHugeTTL(t *testing.T) {
+	c, _ := New(nodes("a"), &Options{MaxTTL: 1<<63 - 1})
+	for _, ttl := range []time.Duration{time.Second, time.Hour, 1 << 60, 1<<63 - 1} {
+		if f := c.fenceTTL(ttl); f < ttl || f < time.Minute {
+			t.Errorf("fenceTTL(%v) = %v: below the TTL or a minute", ttl, f)
+		}
+	}
+}
+
+func TestLearningDecays(t *testing.T) {
+	var l learning
+	t0 := time.Now()
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	l.add(time.Hour, t0)
+	l.add(2*time.Second, at(time.Second))
+	if q := l.max(at(59 * time.Minute)); q != time.Hour {
+		t.Fatalf("within the long lock's life: %v, want 1h", q)
+	}
+	l.add(10*time.Second, at(time.Hour-time.Second))
+	if q := l.max(at(time.Hour)); q != 10*time.Second {
+		t.Fatalf("after the long lock's life, with a 10s lock seen 1s before: %v, want 10s", q)
+	}
+	if q := l.max(at(time.Hour + 9*time.Second)); q != 0 {
+		t.Fatalf("after every lock's life: %v, want 0", q)
+	}
+	// Many distinct TTLs, each ending after the one before: the bar is
+	// never below the longest live one, and ends with the last.
+	var m learning
+	type seen struct {
+		ttl        time.Duration
+		start, end time.Time
+	}
+	var all []seen
+	for i := range 100 {
+		now := at(time.Duration(i) * 2 * time.Second)
+		ttl := time.Duration(100-i) * time.Second
+		m.add(ttl, now)
+		all = append(all, seen{ttl, now, now.Add(ttl)})
+		for _, probe := range []time.Time{now, now.Add(time.Second)} {
+			var want time.Duration
+			for _, s := range all {
+				if !probe.Before(s.start) && probe.Before(s.end) {
+					want = max(want, s.ttl)
+				}
+			}
+			if q := m.max(probe); q < want {
+				t.Fatalf("after %d TTLs, at %v: %v, below the longest live TTL %v", i+1, probe.Sub(t0), q, want)
+			}
+		}
+		if len(m.weights) > maxWeights {
+			t.Fatalf("%d weights kept", len(m.weights))
+		}
+	}
+	if q := m.max(all[99].end); q != 0 {
+		t.Fatalf("after every lock's life: %v, want 0", q)
+	}
+}
+
+func TestLongKeys(t *testing.T) {
+	var evals atomic.Int64
+	c, _ := New([]Node{countingNode{"a", &evals}}, &Options{Tries: 1})
+	ctx := context.Background()
+	ok := strings.Repeat("k", maxKeyLen)
+	if err := CheckKey(ok); err != nil {
+		t.Fatalf("a key of %d bytes: %v", maxKeyLen, err)
+	}
+	long := strings.Repeat("é", 1<<19) // 1 MiB
+	errs := map[string]error{"CheckKey": CheckKey(long)}
+	_, errs["Lock"] = c.Lock(ctx, long, time.Second)
+	_, errs["TryLock"] = c.TryLock(ctx, long, time.Second)
+	_, errs["LockAll"] = c.LockAll(ctx, []string{"a", long}, time.Second)
+	_, errs["RWLock"] = c.RWLock(long).TryLock(ctx, time.Second)
+	_, errs["RLock"] = c.RWLock(long).TryRLock(ctx, time.Second)
+	_, errs["Semaphore"] = c.Semaphore(long, 2).TryAcquire(ctx, time.Second)
+	_, errs["Campaign"] = c.Election(long, time.Second).Campaign(ctx, "v")
+	_, errs["Adopt"] = c.Adopt(ctx, long, "token")
+	_, errs["Inspect"] = c.Inspect(ctx, long)
+	_, errs["ForceRelease"] = c.ForceRelease(ctx, long)
+	for name, err := range errs {
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+		if err != nil && len(err.Error()) > 300 {
+			t.Errorf("%s: an error text of %d bytes", name, len(err.Error()))
+		}
+	}
+	if n := evals.Load(); n != 0 {
+		t.Errorf("%d requests sent for a long key; want none", n)
+	}
+	if msg := (&OpError{Op: "acquire", Key: long, Err: ErrTaken}).Error(); len(msg) > 200 || !strings.Contains(msg, "(1048576 bytes)") {
+		t.Errorf("OpError with a long key: %d bytes: %.200s", len(msg), msg)
+	}
+}
