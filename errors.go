@@ -126,16 +126,71 @@ func (e *OpError) Error() string {
 				ok++
 			}
 		}
-		fmt.Fprintf(&b, " (%d of %d nodes ok, quorum %d:", ok, len(e.Nodes), e.Quorum)
+		did, does := okText(e.Op)
+		fmt.Fprintf(&b, " (%d of %d nodes %s, quorum %d:", ok, len(e.Nodes), did, e.Quorum)
 		for i, n := range e.Nodes {
 			if i > 0 {
 				b.WriteByte(';')
 			}
-			b.WriteString(" " + n.String())
+			s := n.String()
+			switch {
+			case n.Outcome == OK:
+				// Not "ok" beside a failure: what the node did.
+				s = n.Node + " " + does + strings.TrimPrefix(s, n.Node+" "+OK.String())
+			case n.Outcome == Refused && e.Err == ErrRefused && e.ctxErr == nil:
+				// The reason is given once, with the refusals above.
+				s = n.Node + " " + Refused.String() + " in " + n.Latency.Round(time.Microsecond).String()
+			}
+			b.WriteString(" " + s)
 		}
 		b.WriteByte(')')
 	}
 	return b.String()
+}
+
+// okText says what the nodes that answered OK to op did, for a count of
+// them and for one of them.
+func okText(op string) (did, does string) {
+	switch op {
+	case "acquire":
+		return "granted", "granted"
+	case "extend":
+		return "extended", "extended"
+	case "release", "force-release":
+		return "deleted the key", "deleted it"
+	case "adopt":
+		return "hold the token", "holds it"
+	}
+	return "answered", "answered"
+}
+
+// errText is the text of a node's error without the internals of the
+// script that met it: a replica's refusal says that it is one, and the
+// SHA and line that Redis appends to an error inside a script are cut.
+func errText(err error) string {
+	var reply *driver.ReplyError
+	if errors.As(err, &reply) && reply.Code() == "READONLY" {
+		return "is a replica (READONLY)"
+	}
+	msg := err.Error()
+	// Redis appends " script: <sha>, on @user_script:<line>." to an error
+	// reply met inside a script.
+	i := strings.Index(msg, " script: ")
+	if i < 0 {
+		return msg
+	}
+	j := strings.Index(msg[i:], "@user_script:")
+	if j < 0 {
+		return msg
+	}
+	k := i + j + len("@user_script:")
+	for k < len(msg) && msg[k] >= '0' && msg[k] <= '9' {
+		k++
+	}
+	if k < len(msg) && msg[k] == '.' {
+		k++
+	}
+	return msg[:i] + msg[k:]
 }
 
 // refusals says which nodes refused and why, grouping the nodes that gave
@@ -147,7 +202,7 @@ func refusals(nodes []NodeResult) string {
 		if n.Outcome != Refused {
 			continue
 		}
-		m := n.Err.Error()
+		m := errText(n.Err)
 		if by[m] == nil {
 			msgs = append(msgs, m)
 		}
@@ -241,7 +296,7 @@ func (r NodeResult) String() string {
 	case r.Outcome == Quarantined:
 		s += " (votes again in " + r.TTL.String() + ")"
 	case r.Err != nil:
-		s += ": " + r.Err.Error()
+		s += ": " + errText(r.Err)
 	}
 	if r.Outcome != NoAnswer {
 		s += " in " + r.Latency.Round(time.Microsecond).String()

@@ -166,3 +166,26 @@ func TestLongKeys(t *testing.T) {
 		t.Errorf("OpError with a long key: %d bytes: %.200s", len(msg), msg)
 	}
 }
+
+func TestErrorTexts(t *testing.T) {
+	ms := time.Millisecond
+	expired := &OpError{Op: "release", Key: "k", Quorum: 3, Err: ErrExpired, Nodes: []NodeResult{
+		{Node: "a", Outcome: OK, Latency: ms}, {Node: "b", Outcome: OK, Latency: ms}, {Node: "c", Outcome: Absent, Latency: ms},
+	}}
+	want := `redlock: release "k": lock validity has ended (2 of 3 nodes deleted the key, quorum 3: a deleted it in 1ms; b deleted it in 1ms; c absent in 1ms)`
+	if got := expired.Error(); got != want {
+		t.Errorf("release after expiry:\n got %s\nwant %s", got, want)
+	}
+	readonly := &driver.ReplyError{Msg: "READONLY You can't write against a read only replica. script: 43ee0ab7030aea94cdf703f736e249f897fdda2a, on @user_script:102."}
+	oom := &driver.ReplyError{Msg: "OOM command not allowed when used memory > 'maxmemory'. script: 43ee0ab7030aea94cdf703f736e249f897fdda2a, on @user_script:7."}
+	refused := &OpError{Op: "acquire", Key: "k", Quorum: 2, Err: ErrRefused, Nodes: []NodeResult{
+		{Node: "a", Outcome: Refused, Err: readonly, Latency: ms}, {Node: "b", Outcome: Refused, Err: readonly, Latency: ms}, {Node: "c", Outcome: Refused, Err: oom, Latency: ms},
+	}}
+	want = `redlock: acquire "k": refused by a, b: is a replica (READONLY); by c: OOM command not allowed when used memory > 'maxmemory'. (0 of 3 nodes granted, quorum 2: a refused in 1ms; b refused in 1ms; c refused in 1ms)`
+	if got := refused.Error(); got != want {
+		t.Errorf("replicas:\n got %s\nwant %s", got, want)
+	}
+	if got := (NodeResult{Node: "a", Outcome: Refused, Err: readonly, Latency: ms}).String(); got != "a refused: is a replica (READONLY) in 1ms" {
+		t.Errorf("NodeResult of a replica: %s", got)
+	}
+}
