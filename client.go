@@ -1,11 +1,9 @@
 package redlock
 
 import (
-	"context"
 	"log/slog"
 	"math"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/quorumlock/redlock/driver"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // A Node is one vote of the lock client: an independent Redis master, a
@@ -165,13 +162,7 @@ type Client struct {
 	born     time.Time    // when New made the client: the origin of heardAll
 	heardAll atomic.Int64 // 1 + nanoseconds from born to the start of the latest round every node answered; 0 if none
 
-	// Which Redis server each node is, learned once per node at the
-	// first round that meets it (see identify).
-	identified atomic.Bool // every node's server is known
-	idMu       sync.Mutex  // guards ids, idKnown and idErr
-	ids        []string    // each node's server run_id; "" if unknown or not told
-	idKnown    []bool      // whether the node has answered the identification
-	idErr      error       // two nodes are one server: every acquisition fails with it
+	ids identities // which Redis server each node is (see identify)
 
 	mu     sync.Mutex // guards states
 	states []NodeState
@@ -229,8 +220,7 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		hooks:    newHooks(o.Observer, len(nodes)/2+1),
 		lanes:    make([]*lane, len(nodes)),
 		states:   make([]NodeState, len(nodes)),
-		ids:      make([]string, len(nodes)),
-		idKnown:  make([]bool, len(nodes)),
+		ids:      newIdentities(len(nodes)),
 		gates:    make(map[string]*gate),
 		handoffs: make(map[string]time.Time),
 	}
@@ -242,58 +232,6 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		}
 	}
 	return c, nil
-}
-
-// identify learns which Redis server each node is, once per node, and
-// returns an error wrapping ErrInvalid if two nodes are one server. After
-// every node has answered once it costs an atomic load. Until then it
-// sends the probe, bounded by timeout, to the nodes whose server is not
-// known yet, and to them only: a node that is up is asked once, however
-// long another stays down. Callers wait for one another meanwhile. A node that does not
-// answer is asked again before the next round. A server that does not
-// tell its run_id (INFO denied) cannot be compared, and is taken as
-// distinct.
-func (c *Client) identify(ctx context.Context, timeout time.Duration) error {
-	if c.identified.Load() {
-		return nil
-	}
-	c.idMu.Lock()
-	defer c.idMu.Unlock()
-	if c.idErr != nil || c.identified.Load() {
-		return c.idErr
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	call := wire.Probe()
-	var wg sync.WaitGroup
-	for i, n := range c.nodes {
-		if c.idKnown[i] {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			v, err := n.Eval(ctx, call.Script, call.Keys, call.Args)
-			if err != nil {
-				return
-			}
-			if d := call.Decode(v); d.Status == wire.OK {
-				c.idKnown[i], c.ids[i] = true, d.ServerID // each goroutine its own i
-			}
-		}()
-	}
-	wg.Wait()
-	all := !slices.Contains(c.idKnown, false)
-	for i, id := range c.ids {
-		for j := i + 1; id != "" && j < len(c.ids); j++ {
-			if c.ids[j] == id {
-				c.idErr = invalidf("nodes %q and %q are the same Redis server (run_id %s): one server would vote twice; give each server once", c.nodes[i].Name(), c.nodes[j].Name(), id)
-				return c.idErr
-			}
-		}
-	}
-	c.identified.Store(all)
-	return nil
 }
 
 // fill checks the options and sets the defaults of the zero values.

@@ -65,6 +65,10 @@ var (
 // errNoAnswer is the error of a node that did not answer within a round.
 var errNoAnswer = errors.New("no answer within the node timeout")
 
+// errUnidentified is the error of a node whose grant did not count because
+// the client does not know yet which server it is (see identify).
+var errUnidentified = errors.New("granted, but not counted: not yet known to be a server of its own")
+
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }

@@ -74,6 +74,7 @@ func (s *suite) testSameServer(t *testing.T, srv *redistest.Server, a, b string)
 		func() error { _, err := c.TryLock(ctxT(t), key, time.Second); return err },
 		func() error { _, err := c.LockAll(ctxT(t), []string{key, key + "2"}, time.Second); return err },
 		func() error { _, err := c.Semaphore(key, 2).TryAcquire(ctxT(t), time.Second); return err },
+		func() error { _, err := c.Adopt(ctxT(t), key, "token"); return err },
 	} {
 		if err := try(); !errors.Is(err, redlock.ErrInvalid) {
 			t.Errorf("a later acquisition: %v, want ErrInvalid", err)
