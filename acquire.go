@@ -34,12 +34,19 @@ import (
 // on every node that announces releases to the announcements of the key's
 // release, and tries again as soon as one comes, after a short random
 // pause that keeps woken waiters from colliding; without an announcement
-// it tries again after a random pause around Options.RetryDelay.
+// it tries again after a random pause around Options.RetryDelay. After a
+// round that failed for want of a quorum (nodes unreachable, busy or in
+// quarantine) it always waits that pause: announcements cannot bring the
+// missing nodes back.
 // Goroutines of one Client that wait for the same key queue up in the
 // process, so that only one of them contends at a time, and a Release by
 // one of them wakes the next without a trip through the nodes. A Client
 // that has just released a key to waiters of other clients holds back
 // briefly before taking it again, so that one of them gets its turn.
+//
+// A key is at most 1024 bytes, and ttl at most Options.MaxTTL (an hour by
+// default); other arguments give an error wrapping ErrInvalid, and
+// nothing is sent.
 //
 // Lock returns at once, with an error wrapping ErrRefused, when so many
 // nodes refused a round in a way that trying again cannot change (a wrong

@@ -164,8 +164,11 @@ type Client struct {
 
 	ids identities // which Redis server each node is (see identify)
 
-	mu     sync.Mutex // guards states
+	mu     sync.Mutex // guards states and quarantineLogged
 	states []NodeState
+	// quarantineLogged holds, for each node, the end of the latest
+	// quarantine the log was told of (see heard).
+	quarantineLogged []time.Time
 
 	gmu      sync.Mutex           // guards gates and handoffs
 	gates    map[string]*gate     // keys that goroutines of this client wait for
@@ -212,17 +215,18 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		born:     time.Now(),
-		nodes:    append([]Node(nil), nodes...),
-		quorum:   len(nodes)/2 + 1,
-		opts:     o,
-		log:      o.Logger,
-		hooks:    newHooks(o.Observer, len(nodes)/2+1),
-		lanes:    make([]*lane, len(nodes)),
-		states:   make([]NodeState, len(nodes)),
-		ids:      newIdentities(len(nodes)),
-		gates:    make(map[string]*gate),
-		handoffs: make(map[string]time.Time),
+		born:             time.Now(),
+		nodes:            append([]Node(nil), nodes...),
+		quorum:           len(nodes)/2 + 1,
+		opts:             o,
+		log:              o.Logger,
+		hooks:            newHooks(o.Observer, len(nodes)/2+1),
+		lanes:            make([]*lane, len(nodes)),
+		states:           make([]NodeState, len(nodes)),
+		quarantineLogged: make([]time.Time, len(nodes)),
+		ids:              newIdentities(len(nodes)),
+		gates:            make(map[string]*gate),
+		handoffs:         make(map[string]time.Time),
 	}
 	c.flying.init()
 	for i, n := range nodes {

@@ -193,14 +193,15 @@ func (c *Client) heard(ctx context.Context, r *round, quarantine time.Duration) 
 	}
 	now := time.Now()
 	var changed []NodeEvent
+	var held []NodeState // nodes gone into a quarantine not logged yet
 	c.mu.Lock()
 	defer func() {
 		c.mu.Unlock()
 		for _, e := range changed {
 			c.hooks.event(ctx, e)
-			if e.State.Health == NodeQuarantined {
-				c.logQuarantine(ctx, e.State, now)
-			}
+		}
+		for _, st := range held {
+			c.logQuarantine(ctx, st, now)
 		}
 	}()
 	for i, res := range r.results {
@@ -226,13 +227,20 @@ func (c *Client) heard(ctx context.Context, r *round, quarantine time.Duration) 
 		if st.Health != was {
 			changed = append(changed, NodeEvent{Previous: was, State: *st})
 		}
+		// Once per quarantine: a node judged against the TTLs of several
+		// locks may go in and out of it; what was logged lasts until the
+		// end it gave.
+		if st.Health == NodeQuarantined && was != NodeQuarantined && !now.Before(c.quarantineLogged[i]) {
+			c.quarantineLogged[i] = st.Until
+			held = append(held, *st)
+		}
 	}
 }
 
 // logQuarantine tells the log, at Info level, that a node has just gone
-// into quarantine: once per node and quarantine, not once per round, since
-// it is logged only when the node's health changes to NodeQuarantined.
-// Without it the first lock on fresh servers waits a TTL and says nothing.
+// into quarantine (see heard: once per node and quarantine, not once per
+// round). Without it the first lock on fresh servers waits a TTL and says
+// nothing.
 func (c *Client) logQuarantine(ctx context.Context, st NodeState, now time.Time) {
 	c.log.LogAttrs(ctx, slog.LevelInfo, "redlock: node sits out its quarantine after a restart or a promotion; rounds that need its vote wait",
 		slog.String("node", st.Node),
