@@ -3,7 +3,9 @@ package redlock
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -187,5 +189,43 @@ func TestErrorTexts(t *testing.T) {
 	}
 	if got := (NodeResult{Node: "a", Outcome: Refused, Err: readonly, Latency: ms}).String(); got != "a refused: is a replica (READONLY) in 1ms" {
 		t.Errorf("NodeResult of a replica: %s", got)
+	}
+}
+
+// records is a slog.Handler that keeps the records it is given.
+type records struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (h *records) Enabled(context.Context, slog.Level) bool { return true }
+func (h *records) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *records) WithGroup(string) slog.Handler            { return h }
+func (h *records) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	msg := r.Level.String() + " " + r.Message
+	r.Attrs(func(a slog.Attr) bool { msg += " " + a.String(); return true })
+	h.msgs = append(h.msgs, msg)
+	return nil
+}
+
+func TestQuarantineLoggedOncePerQuarantine(t *testing.T) {
+	h := &records{}
+	c, _ := New(nodes("a", "b", "c"), &Options{Logger: slog.New(h)})
+	held := []any{int64(-1), int64(5000), int64(100), int64(1000)} // sits out 5s more
+	old := []any{int64(1), int64(5), int64(7200000), int64(1000)}  // up for 2h: grants
+	for _, a0 := range []any{held, held, old, held} {
+		r := syntheticRound(answer{0, a0}, answer{1, old}, answer{2, old})
+		r.drain()
+		c.heard(context.Background(), r, time.Second)
+	}
+	if len(h.msgs) != 1 {
+		t.Fatalf("%d records for one quarantine, want 1: %q", len(h.msgs), h.msgs)
+	}
+	for _, want := range []string{"INFO", "quarantine", "node=a", "for=5s", "DisableQuarantine"} {
+		if !strings.Contains(h.msgs[0], want) {
+			t.Errorf("record %q lacks %q", h.msgs[0], want)
+		}
 	}
 }
