@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"math"
 	mathrand "math/rand/v2"
 	"strings"
@@ -33,12 +34,19 @@ import (
 // on every node that announces releases to the announcements of the key's
 // release, and tries again as soon as one comes, after a short random
 // pause that keeps woken waiters from colliding; without an announcement
-// it tries again after a random pause around Options.RetryDelay.
+// it tries again after a random pause around Options.RetryDelay. After a
+// round that failed for want of a quorum (nodes unreachable, busy or in
+// quarantine) it always waits that pause: announcements cannot bring the
+// missing nodes back.
 // Goroutines of one Client that wait for the same key queue up in the
 // process, so that only one of them contends at a time, and a Release by
 // one of them wakes the next without a trip through the nodes. A Client
 // that has just released a key to waiters of other clients holds back
 // briefly before taking it again, so that one of them gets its turn.
+//
+// A key is at most 1024 bytes, and ttl at most Options.MaxTTL (an hour by
+// default); other arguments give an error wrapping ErrInvalid, and
+// nothing is sent.
 //
 // Lock returns at once, with an error wrapping ErrRefused, when so many
 // nodes refused a round in a way that trying again cannot change (a wrong
@@ -147,10 +155,16 @@ func (c *Client) lock(ctx context.Context, ks keyset, ttl time.Duration, wait bo
 			}
 			return nil, e.Rounds, e
 		}
-		if !wait || e.Err == ErrRefused || c.opts.Tries > 0 && n >= c.opts.Tries {
+		if !wait || e.Err == ErrRefused || errors.Is(e.Err, ErrInvalid) || c.opts.Tries > 0 && n >= c.opts.Tries {
 			return nil, n, e
 		}
 		last = e
+		// A round that failed for want of a quorum (nodes unreachable,
+		// refusing for now, or sitting out their quarantine) is not
+		// followed at the announcement of a release: the nodes that kept
+		// it from a quorum are no closer to answering, and the clean-up
+		// of every failed round is itself a release.
+		w.paced = e.Err == ErrNoQuorum
 	}
 }
 
@@ -161,6 +175,7 @@ type waiter struct {
 	queue bool   // wait behind the Client's other goroutines (Lock, not TryLock)
 	begin time.Time
 
+	paced  bool            // the last round failed for want of a quorum: wait RetryDelay, ignoring wakes
 	gate   *gate           // the key's gate, once entered
 	wake   <-chan struct{} // the key's release announcements; nil if none
 	cancel func()          // ends the subscription
@@ -175,7 +190,11 @@ type waiter struct {
 // a release between the first round and the subscription would otherwise
 // go unnoticed. Before later rounds it waits for an announcement, or for
 // a release by another goroutine of this Client, then a short random
-// pause; or else a random pause around Options.RetryDelay.
+// pause; or else a random pause around Options.RetryDelay. After a round
+// that failed for want of a quorum (w.paced) it waits that random pause
+// and nothing else: a release cannot bring unreachable nodes back, and
+// following announcements then would turn every waiter into a loop of
+// rounds woken by each other's clean-ups.
 func (w *waiter) wait(ctx context.Context, round int) error {
 	c := w.c
 	switch round {
@@ -192,9 +211,12 @@ func (w *waiter) wait(ctx context.Context, round int) error {
 	case 2:
 		sctx, cancel := context.WithCancel(ctx)
 		w.cancel = cancel
-		if w.wake = c.subscribe(sctx, w.ks.Channels()); w.wake != nil {
+		if w.wake = c.subscribe(sctx, w.ks.Channels()); w.wake != nil && !w.paced {
 			return ctx.Err()
 		}
+	}
+	if w.paced {
+		return sleep(ctx, c.retryDelay())
 	}
 	var local <-chan struct{} // releases by this Client's goroutines
 	if w.gate != nil {
@@ -247,6 +269,11 @@ func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n in
 	if err := expired(ctx); err != nil {
 		return nil, &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n - 1, ctxErr: err}
 	}
+	// One server, one vote: two nodes that are one server never both
+	// count (a check made once per node, at its first round).
+	if err := c.identify(ctx, c.nodeTimeout(ttl)); err != nil {
+		return nil, &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n - 1, Err: err}
+	}
 	// Step 1: a fresh token, which carries the owner's label; t0 is read
 	// in send, just before the first request goes out.
 	token := newToken(cmp.Or(ks.owner, c.opts.Owner))
@@ -263,6 +290,9 @@ func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n in
 	// validity left: ttl − elapsed − drift > 0. A semaphore's grants count
 	// for the slot they are of: the permit is the slot a quorum granted.
 	granted := r.collect(c.quorum, q)
+	if c.unidentified(r) { // a node not known yet to be a server of its own: its vote waits
+		granted = r.granted(c.quorum, q)
+	}
 	until := validUntil(r.start, ttl, c.drift(ttl))
 	valid := granted && time.Now().Before(until)
 	r.decide(valid)

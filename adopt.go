@@ -75,6 +75,9 @@ func (c *Client) Adopt(ctx context.Context, key, token string) (l *Lock, err err
 	if err := expired(ctx); err != nil {
 		return nil, &OpError{Op: "adopt", Key: key, Quorum: c.quorum, ctxErr: err}
 	}
+	if err := c.identify(ctx, c.nodeTimeout(time.Duration(1<<62))); err != nil {
+		return nil, &OpError{Op: "adopt", Key: key, Quorum: c.quorum, Err: err}
+	}
 	// One try: a node whose request failed is not asked again (a retried
 	// request that finds nothing counts as a release done, in record).
 	r := c.send(ctx, c.nodeTimeout(time.Duration(1<<62)), 1, wire.Adopt(key, token), nil)

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strings"
@@ -36,6 +37,10 @@ func (o *Options) check() error {
 		return invalidf("FenceRetention %v is negative", o.FenceRetention)
 	case o.FenceRetention > 0 && o.FenceRetention < time.Millisecond:
 		return invalidf("FenceRetention %v is below a millisecond", o.FenceRetention)
+	case o.MaxTTL < 0:
+		return invalidf("MaxTTL %v is negative", o.MaxTTL)
+	case o.Quarantine > cmp.Or(o.MaxTTL, defaultMaxTTL):
+		return invalidf("Quarantine %v is above MaxTTL %v: no lock may last longer than MaxTTL, so no node need sit out longer", o.Quarantine, cmp.Or(o.MaxTTL, defaultMaxTTL))
 	case o.Quarantine > 0 && o.DisableQuarantine:
 		return invalidf("Quarantine %v is set and DisableQuarantine too", o.Quarantine)
 	}
@@ -43,17 +48,19 @@ func (o *Options) check() error {
 }
 
 // checkKey reports whether key may be locked: it returns an error wrapping
-// ErrInvalid for the empty key and for the names of the records the
-// client keeps beside its locks (fence counters, node markers, semaphore
-// slots, election terms), and nil otherwise. Every operation on a key
-// makes this check first; tools call it to refuse a key before they ask
-// anything of a user or a node.
+// ErrInvalid for the empty key, for a key longer than 1024 bytes, and for
+// the names of the records the client keeps beside its locks (fence
+// counters, node markers, semaphore slots, election terms), and nil
+// otherwise. Every operation on a key makes this check first; tools call
+// it to refuse a key before they ask anything of a user or a node.
 func checkKey(key string) error {
 	switch {
 	case key == "":
 		return invalidf("empty key")
+	case len(key) > maxKeyLen:
+		return invalidf("key %s is %d bytes long; the longest is %d", quoteKey(key), len(key), maxKeyLen)
 	case wire.Reserved(key):
-		return invalidf("key %q is reserved for the client's own records", key)
+		return invalidf("key %s is reserved for the client's own records", quoteKey(key))
 	}
 	return nil
 }
@@ -72,6 +79,9 @@ func (c *Client) checkLock(key string, ttl time.Duration) (time.Duration, error)
 // client counts on.
 func (c *Client) checkTTL(ttl time.Duration) (time.Duration, error) {
 	ttl = ttl.Truncate(time.Millisecond)
+	if ttl > c.opts.MaxTTL {
+		return 0, invalidf("TTL %v is above MaxTTL %v; hold a lock longer with AutoExtend or Extend", ttl, c.opts.MaxTTL)
+	}
 	if v := ttl - c.drift(ttl); v < minValidity {
 		return 0, invalidf("TTL %v leaves a validity of %v after the clock drift allowance %v; the least is %v", ttl, v, c.drift(ttl), minValidity)
 	}

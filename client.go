@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -21,14 +22,18 @@ import (
 // clients; package driver says what any other client must do to be one.
 type Node = driver.Node
 
-// The defaults of Options, and the limits of its values and of a lock's
-// arguments.
+// MaxOwnerLen is the longest Options.Owner, and the longest value an
+// election's candidate campaigns with, in bytes.
+const MaxOwnerLen = 64
+
+// The defaults of Options, and the limits of a lock's arguments.
 const (
 	defaultDriftFactor    = 0.01
 	defaultMinDrift       = 2 * time.Millisecond
 	defaultMaxNodeTimeout = 250 * time.Millisecond
 	defaultRetryDelay     = 50 * time.Millisecond
 	defaultReleaseTimeout = time.Second
+	defaultMaxTTL         = time.Hour
 
 	// minValidity is the least validity a TTL must be able to give after
 	// the drift allowance is taken off; shorter TTLs are rejected.
@@ -37,6 +42,9 @@ const (
 	// maxOwnerLen is the longest Options.Owner, and the longest value an
 	// election's candidate campaigns with, in bytes.
 	maxOwnerLen = 64
+	// maxKeyLen is the longest key, in bytes, that a lock, semaphore,
+	// election or read-write lock may have (see CheckKey).
+	maxKeyLen = 1024
 )
 
 // Options configures a Client. The zero value of every field selects the
@@ -87,6 +95,20 @@ type Options struct {
 	// client of these nodes uses to be sure. Quarantine never shortens the
 	// learned value.
 	Quarantine time.Duration
+
+	// MaxTTL is the longest TTL the client accepts: Lock, TryLock,
+	// LockAll, Extend and the TTLs of RWLock, Semaphore and Election
+	// refuse a longer one with an error wrapping ErrInvalid before
+	// anything is sent. Default 1 hour. A job that runs longer holds a
+	// shorter lock and keeps it with AutoExtend or Extend.
+	//
+	// The cap bounds the harm of a mistaken TTL: every node must sit out a
+	// restart for as long as the longest lock it may have lost could be
+	// valid, and the client learns that bar from the TTLs it sees. A TTL
+	// weighs on the bar only until a lock taken with it could no longer be
+	// held, so one long lock does not hold nodes back once it has ended.
+	// Quarantine must not be above MaxTTL.
+	MaxTTL time.Duration
 
 	// DisableQuarantine lets every node vote however recently it started.
 	// Set it only for nodes that keep their keys across restarts
@@ -140,12 +162,17 @@ type Client struct {
 	lanes  []*lane // for each node that is a driver.Batcher; nil for others
 	flying flight  // requests sent and not yet answered
 
-	learned  atomic.Int64 // the largest TTL seen, in nanoseconds
+	learned  learning     // the TTLs seen, each while a lock with it may be held
 	born     time.Time    // when New made the client: the origin of heardAll
 	heardAll atomic.Int64 // 1 + nanoseconds from born to the start of the latest round every node answered; 0 if none
 
-	mu     sync.Mutex // guards states
+	ids identities // which Redis server each node is (see identify)
+
+	mu     sync.Mutex // guards states and quarantineLogged
 	states []observe.NodeState
+	// quarantineLogged holds, for each node, the end of the latest
+	// quarantine the log was told of (see heard).
+	quarantineLogged []time.Time
 
 	gmu      sync.Mutex           // guards gates and handoffs
 	gates    map[string]*gate     // keys that goroutines of this client wait for
@@ -158,6 +185,17 @@ type Client struct {
 // Cluster (see the package documentation on deployments). Any number of
 // nodes is allowed, but an odd number is best: four nodes survive one
 // failure, as three do.
+//
+// One server has one vote. New refuses two nodes of the same name, and
+// the first acquisition round that reaches two nodes that are the same
+// Redis server (the same run_id: say, redis://h:6379/0 and
+// redis://h:6379/1, or localhost and 127.0.0.1 for one server, or two
+// entries for one cluster) fails with an error wrapping ErrInvalid that
+// names both; so does every acquisition after it. New itself sends
+// nothing, so that a client can be made while nodes are down. What no
+// client can see, `redlock doctor` checks: servers that replicate one
+// another, persistence, and the other parts of a deployment's
+// independence.
 func New(nodes []Node, opts *Options) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, invalidf("no nodes")
@@ -181,16 +219,18 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		born:     time.Now(),
-		nodes:    append([]Node(nil), nodes...),
-		quorum:   len(nodes)/2 + 1,
-		opts:     o,
-		log:      o.Logger,
-		hooks:    newHooks(o.Observer, len(nodes)/2+1),
-		lanes:    make([]*lane, len(nodes)),
-		states:   make([]observe.NodeState, len(nodes)),
-		gates:    make(map[string]*gate),
-		handoffs: make(map[string]time.Time),
+		born:             time.Now(),
+		nodes:            append([]Node(nil), nodes...),
+		quorum:           len(nodes)/2 + 1,
+		opts:             o,
+		log:              o.Logger,
+		hooks:            newHooks(o.Observer, len(nodes)/2+1),
+		lanes:            make([]*lane, len(nodes)),
+		states:           make([]observe.NodeState, len(nodes)),
+		quarantineLogged: make([]time.Time, len(nodes)),
+		ids:              newIdentities(len(nodes)),
+		gates:            make(map[string]*gate),
+		handoffs:         make(map[string]time.Time),
 	}
 	c.flying.init()
 	for i, n := range nodes {
@@ -221,6 +261,9 @@ func (o *Options) fill() error {
 	}
 	if o.ReleaseTimeout == 0 {
 		o.ReleaseTimeout = defaultReleaseTimeout
+	}
+	if o.MaxTTL == 0 {
+		o.MaxTTL = defaultMaxTTL
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -275,6 +318,9 @@ func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 func (c *Client) fenceTTL(ttl time.Duration) time.Duration {
 	if c.opts.FenceRetention > 0 {
 		return c.opts.FenceRetention
+	}
+	if ttl > math.MaxInt64/10 { // only for MaxTTLs of decades
+		return math.MaxInt64
 	}
 	return max(10*ttl, time.Minute)
 }

@@ -3,9 +3,13 @@ package redlock
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/internal/errtext"
 	"github.com/quorumlock/redlock/observe"
 )
 
@@ -63,6 +67,10 @@ var (
 // errNoAnswer is the error of a node that did not answer within a round.
 var errNoAnswer = errors.New("no answer within the node timeout")
 
+// errUnidentified is the error of a node whose grant did not count because
+// the client does not know yet which server it is (see identify).
+var errUnidentified = errors.New("granted, but not counted: not yet known to be a server of its own")
+
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
@@ -71,7 +79,8 @@ func invalidf(format string, args ...any) error {
 // each node did in its last round.
 //
 // Err is the reason, one of ErrTaken, ErrNoQuorum, ErrRefused, ErrExpired
-// or ErrLockLost. When the caller's context ended the wait, the error also
+// or ErrLockLost, or an error wrapping ErrInvalid when two of the client's
+// nodes turn out to be one server (see New). When the caller's context ended the wait, the error also
 // wraps the context's error, so that errors.Is(err, context.Canceled) and
 // errors.Is(err, context.DeadlineExceeded) work; Err then holds the reason
 // of the last round that completed, or is nil if none did.
@@ -101,7 +110,7 @@ func (e *OpError) Unwrap() []error {
 
 func (e *OpError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "redlock: %s %q", e.Op, e.Key)
+	fmt.Fprintf(&b, "redlock: %s %s", e.Op, quoteKey(e.Key))
 	switch {
 	case e.ctxErr != nil && e.Err != nil:
 		fmt.Fprintf(&b, ": %v after %d rounds; last: %s", e.ctxErr, e.Rounds, reasonText(e.Err))
@@ -123,16 +132,42 @@ func (e *OpError) Error() string {
 				ok++
 			}
 		}
-		fmt.Fprintf(&b, " (%d of %d nodes ok, quorum %d:", ok, len(e.Nodes), e.Quorum)
+		did, does := okText(e.Op)
+		fmt.Fprintf(&b, " (%d of %d nodes %s, quorum %d:", ok, len(e.Nodes), did, e.Quorum)
 		for i, n := range e.Nodes {
 			if i > 0 {
 				b.WriteByte(';')
 			}
-			b.WriteString(" " + n.String())
+			s := n.String()
+			switch {
+			case n.Outcome == observe.OutcomeOK:
+				// Not "ok" beside a failure: what the node did.
+				s = n.Node + " " + does + strings.TrimPrefix(s, n.Node+" "+observe.OutcomeOK.String())
+			case n.Outcome == observe.OutcomeRefused && e.Err == ErrRefused && e.ctxErr == nil:
+				// The reason is given once, with the refusals above.
+				s = n.Node + " " + observe.OutcomeRefused.String() + " in " + n.Latency.Round(time.Microsecond).String()
+			}
+			b.WriteString(" " + s)
 		}
 		b.WriteByte(')')
 	}
 	return b.String()
+}
+
+// okText says what the nodes that answered OK to op did, for a count of
+// them and for one of them.
+func okText(op string) (did, does string) {
+	switch op {
+	case "acquire":
+		return "granted", "granted"
+	case "extend":
+		return "extended", "extended"
+	case "release", "force-release":
+		return "deleted the key", "deleted it"
+	case "adopt":
+		return "hold the token", "holds it"
+	}
+	return "answered", "answered"
 }
 
 // refusals says which nodes refused and why, grouping the nodes that gave
@@ -144,7 +179,7 @@ func refusals(nodes []observe.NodeResult) string {
 		if n.Outcome != observe.OutcomeRefused {
 			continue
 		}
-		m := n.Err.Error()
+		m := errtext.Of(n.Err)
 		if by[m] == nil {
 			msgs = append(msgs, m)
 		}
@@ -158,6 +193,21 @@ func refusals(nodes []observe.NodeResult) string {
 		fmt.Fprintf(&b, " by %s: %s", strings.Join(by[m], ", "), m)
 	}
 	return b.String()
+}
+
+// quoteKey quotes key for an error text: whole up to 64 bytes; a longer
+// key by its first 64 bytes (cut at a rune boundary) and its length, so
+// that an error about a long key stays short.
+func quoteKey(key string) string {
+	const head = 64
+	if len(key) <= head {
+		return strconv.Quote(key)
+	}
+	cut := head
+	for cut > 0 && !utf8.RuneStart(key[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q…(%d bytes)", key[:cut], len(key))
 }
 
 func reasonText(err error) string {

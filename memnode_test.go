@@ -70,6 +70,9 @@ func (n *memoryNode) Eval(ctx context.Context, script *driver.Script, keys, args
 		defer n.mu.Unlock()
 		return n.evalRW(time.Now(), name, keys, args)
 	}
+	if name == "release" && len(args) == 4 && args[3] == "quiet" {
+		args = args[:3] // the clean-up of a failed round: a memoryNode announces nothing anyway
+	}
 	arity, ok := memoryArity[name]
 	if !ok || len(keys) != arity[0] || len(args) != arity[1] {
 		return nil, &driver.ReplyError{Msg: "ERR memoryNode cannot run " + name + " with these keys and arguments"}

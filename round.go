@@ -280,10 +280,6 @@ func (r *round) collect(quorum int, quarantine time.Duration) bool {
 	return r.granted(quorum, quarantine)
 }
 
-// youngHorizon is the age under which a node's grant is counted only after
-// the client has heard every node since the node started (see collect).
-const youngHorizon = time.Hour
-
 // granted applies the quarantine to the answers so far and reports
 // whether quorum nodes granted.
 func (r *round) granted(quorum int, quarantine time.Duration) bool {
@@ -323,34 +319,6 @@ func (r *round) fenceOf(slot int) int64 {
 		}
 	}
 	return f
-}
-
-// leansOnUnheard reports whether a grant came from a node younger than
-// horizon that may have started after the client last heard every node.
-func (r *round) leansOnUnheard(horizon time.Duration) bool {
-	for i, res := range r.results {
-		age := r.decoded[i].Age
-		if res.Outcome != observe.OutcomeOK || age >= horizon {
-			continue
-		}
-		// The node read its clock between the round's start and its
-		// answer, and reports its age cut to the millisecond: it started
-		// no later than this.
-		started := r.start.Add(res.Latency - age + time.Millisecond)
-		if r.heardAll.IsZero() || !r.heardAll.After(started) {
-			return true
-		}
-	}
-	return false
-}
-
-// quarantine turns the grants of nodes younger than q into Quarantined.
-func (r *round) quarantine(q time.Duration) {
-	for i := range r.results {
-		if res, age := &r.results[i], r.decoded[i].Age; res.Outcome == observe.OutcomeOK && age < q {
-			res.Outcome, res.TTL = observe.OutcomeQuarantined, q-age
-		}
-	}
 }
 
 // decide records the round's verdict, when it was reached, and for an

@@ -5,13 +5,15 @@
 //
 // Set an Observer with redlock.Options.Observer; package
 // github.com/quorumlock/redlock/otelredlock provides one for
-// OpenTelemetry. The package imports only the standard library.
+// OpenTelemetry. The package depends on the standard library alone.
 package observe
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/errtext"
 )
 
 // An Observer is told what a redlock.Client and its Locks do, for
@@ -190,7 +192,7 @@ func (r NodeResult) String() string {
 	case r.Outcome == OutcomeQuarantined:
 		s += " (votes again in " + r.TTL.String() + ")"
 	case r.Err != nil:
-		s += ": " + r.Err.Error()
+		s += ": " + errtext.Of(r.Err)
 	}
 	if r.Outcome != OutcomeNoAnswer {
 		s += " in " + r.Latency.Round(time.Microsecond).String()

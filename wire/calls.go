@@ -111,7 +111,19 @@ func (s Set) Acquire(token string, ttl, quarantine, fenceTTL time.Duration) Call
 		c.Script = acquireAllScript
 		c.Keys, c.Args = s.with(true, true), append(args, strconv.Itoa(len(s.Keys)))
 	}
-	c.Undo = func(fence int64, fenceTTL time.Duration) Call { return s.Release(token, fence, fenceTTL) }
+	c.Undo = func(fence int64, fenceTTL time.Duration) Call { return s.undo(token, fence, fenceTTL) }
+	return c
+}
+
+// undo returns the Release of the set with token that undoes a failed
+// acquisition. A lock's frees only its own grants, which no waiter waits
+// for, so it announces nothing: an announcement would wake every waiter
+// of the key to a round that cannot succeed.
+func (s Set) undo(token string, fence int64, fenceTTL time.Duration) Call {
+	c := s.Release(token, fence, fenceTTL)
+	if s.Kind == Exclusive && s.Permits == 0 {
+		c.Args = append(c.Args, "quiet")
+	}
 	return c
 }
 

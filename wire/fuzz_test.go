@@ -237,7 +237,15 @@ func checkProbe(t *testing.T, v any, d Reply) {
 	t.Helper()
 	const name = "decodeProbe"
 	failed := checkFailed(t, name, v, d)
-	a, ok := specInts(v, 3)
+	all, ok := v.([]any)
+	var id string
+	var a []int64
+	if ok = ok && len(all) == 4; ok {
+		var intsOK bool
+		id, ok = all[3].(string)
+		a, intsOK = specInts(all[:3], 3)
+		ok = ok && intsOK
+	}
 	valid := ok && fits(a[0]) && fits(a[1])
 	if failed != !valid {
 		t.Fatalf("%s(%#v) = %+v; the reply is well formed: %v", name, v, d, valid)
@@ -245,7 +253,7 @@ func checkProbe(t *testing.T, v any, d Reply) {
 	if failed {
 		return
 	}
-	if want := (Reply{Status: OK, Age: toMS(a[0]), MaxTTL: toMS(a[1]), Clock: a[2]}); d != want {
+	if want := (Reply{Status: OK, Age: toMS(a[0]), MaxTTL: toMS(a[1]), Clock: a[2], ServerID: id}); d != want {
 		t.Fatalf("%s(%#v) = %+v, want %+v", name, v, d, want)
 	}
 	nonNegative(t, name, v, "age", a[0], d.Age)

@@ -44,6 +44,8 @@ type Reply struct {
 	Kind   Kind          // adopt: what the token holds (Exclusive, Reader, or a permit's Slot with Permit)
 	RW     *RWView       // inspect, force with a read-write lock's records: its readers and writers' intents
 	Err    error         // Failed: the reply that could not be Reply
+
+	ServerID string // probe: the server's run_id; "" if it could not tell
 }
 
 // unexpected is the decoding of a reply that a script cannot have given.
@@ -145,13 +147,19 @@ func decodeReleasePermit(v any) Reply {
 	return unexpected("release_permit", v)
 }
 
-// decodeProbe decodes the reply of the probe script: {age, maxttl, clock}.
+// decodeProbe decodes the reply of the probe script: {age, maxttl, clock,
+// id}.
 func decodeProbe(v any) Reply {
-	a, ok := ints(v, 3)
-	if !ok || !fitsMillis(a[0]) || !fitsMillis(a[1]) {
+	all, ok := v.([]any)
+	if !ok || len(all) != 4 {
 		return unexpected("probe", v)
 	}
-	return Reply{Status: OK, Age: millis(a[0]), MaxTTL: millis(a[1]), Clock: a[2]}
+	id, isString := all[3].(string)
+	a, ok := ints(all[:3], 3)
+	if !ok || !isString || !fitsMillis(a[0]) || !fitsMillis(a[1]) {
+		return unexpected("probe", v)
+	}
+	return Reply{Status: OK, Age: millis(a[0]), MaxTTL: millis(a[1]), Clock: a[2], ServerID: id}
 }
 
 // decodeInspect decodes the reply of the inspect script: {held, id, owner,

@@ -49,10 +49,13 @@ func TestDecode(t *testing.T) {
 			t.Errorf("decodeRelease(%#v) = %+v, want Failed", v, d)
 		}
 	}
-	if d := decodeProbe([]any{int64(1), int64(2), int64(3)}); d != (Reply{Status: OK, Age: ms, MaxTTL: 2 * ms, Clock: 3}) {
+	if d := decodeProbe([]any{int64(1), int64(2), int64(3), "abc"}); d != (Reply{Status: OK, Age: ms, MaxTTL: 2 * ms, Clock: 3, ServerID: "abc"}) {
 		t.Errorf("decodeProbe = %+v", d)
 	}
-	if d := decodeProbe([]any{int64(-1), int64(2), int64(3)}); d.Status != Failed {
+	if d := decodeProbe([]any{int64(1), int64(2), int64(3)}); d.Status != Failed {
+		t.Errorf("decodeProbe without an id = %+v", d)
+	}
+	if d := decodeProbe([]any{int64(-1), int64(2), int64(3), ""}); d.Status != Failed {
 		t.Errorf("decodeProbe of a negative age = %+v", d)
 	}
 	held := []any{int64(1), "0123456789ab", "host:1", int64(1500), int64(77), int64(5000), int64(9000), "1795240000000000"}

@@ -89,6 +89,7 @@ func TestClient[N Node](t *testing.T, dial func(url string) (N, error)) {
 	t.Run("ClusterReshard", s.testClusterReshard)
 	t.Run("FailoverQuarantine", s.testFailoverQuarantine)
 	t.Run("ClusterMasterRestartEmpty", s.testClusterRestartEmpty)
+	t.Run("Misuse", s.testMisuse)
 }
 
 // A suite runs the cases of TestClient through one adapter.

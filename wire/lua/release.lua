@@ -5,6 +5,8 @@
 -- ARGV[1]  the token of the acquisition being released
 -- ARGV[2]  the lock's fence (the largest over the nodes that granted it)
 -- ARGV[3]  the time to live of the fence counter, in milliseconds
+-- ARGV[4]  optional: "quiet" announces nothing (the clean-up of a failed
+--          acquisition frees only its own grant, which nobody waits for)
 --
 -- Returns 1 when the key held the token and was deleted, 0 when the key was
 -- absent, -1 when another token holds it (it is left alone); and, as a
@@ -24,9 +26,11 @@ local status, told = 0, 0
 if v == ARGV[1] then
 	redis.call('DEL', KEYS[1])
 	status = 1
-	told = redis.pcall('PUBLISH', 'redlock:released:' .. KEYS[1], '')
-	if type(told) ~= 'number' then
-		told = 0
+	if ARGV[4] ~= 'quiet' then
+		told = redis.pcall('PUBLISH', 'redlock:released:' .. KEYS[1], '')
+		if type(told) ~= 'number' then
+			told = 0
+		end
 	end
 elseif v then
 	status = -1

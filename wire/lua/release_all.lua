@@ -5,6 +5,7 @@
 -- KEYS[n+1..2n]  their fence counters, in the same order
 -- ARGV[1..3]     as release.lua: token, the lock's fence, counter TTL
 -- ARGV[4]        n
+-- ARGV[5]        optional: "quiet", as ARGV[4] of release.lua
 --
 -- Returns {status, told}: status 1 when some key held the token (every
 -- such key is deleted), else -1 when some key holds another token, else
@@ -16,9 +17,11 @@ for i = 1, n do
 	if v == ARGV[1] then
 		redis.call('DEL', KEYS[i])
 		deleted = deleted + 1
-		local t = redis.pcall('PUBLISH', 'redlock:released:' .. KEYS[i], '')
-		if type(t) == 'number' then
-			told = told + t
+		if ARGV[5] ~= 'quiet' then
+			local t = redis.pcall('PUBLISH', 'redlock:released:' .. KEYS[i], '')
+			if type(t) == 'number' then
+				told = told + t
+			end
 		end
 	elseif v then
 		foreign = foreign + 1

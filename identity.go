@@ -1,0 +1,151 @@
+package redlock
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quorumlock/redlock/observe"
+	"github.com/quorumlock/redlock/wire"
+)
+
+// This file holds the rule "one server, one vote": two of a client's
+// nodes that are the same Redis server (the same run_id: two databases of
+// one server, two names of one host, two entries for one cluster) must
+// never both count toward a quorum. New cannot tell, since it sends
+// nothing; the client learns each node's run_id once, with the probe
+// script, at the first round that meets the node.
+
+// identities is what a client knows of which server each node is.
+type identities struct {
+	all   atomic.Bool   // every node's server is known: nothing more to do
+	first chan struct{} // closed once the first identification has ended
+
+	mu     sync.Mutex
+	tried  bool     // the first identification has begun
+	known  []bool   // whether the node has answered the probe
+	flying []bool   // a probe of the node is on its way
+	ids    []string // each known node's run_id; "" if it did not tell
+	err    error    // two nodes are one server: every acquisition fails with it
+}
+
+func newIdentities(n int) identities {
+	return identities{first: make(chan struct{}), known: make([]bool, n), flying: make([]bool, n), ids: make([]string, n)}
+}
+
+// identify returns an error wrapping ErrInvalid, naming both, if two of
+// the client's nodes are one server. Once every node has answered the
+// probe it costs an atomic load.
+//
+// The first call probes every node, bounded by timeout, and every call
+// waits for it. Later calls send the probe, in the background, to the
+// nodes still unknown (those that did not answer, usually because they
+// are down), one probe per node at a time, and return at once: a node
+// that stays down does not slow every round. Until a node is known its
+// grants do not count (see unidentified). A server that does not tell
+// its run_id (INFO denied, or an error reply to the probe) cannot be
+// compared, and counts as distinct.
+func (c *Client) identify(ctx context.Context, timeout time.Duration) error {
+	ids := &c.ids
+	if ids.all.Load() {
+		return nil
+	}
+	ids.mu.Lock()
+	first := !ids.tried
+	ids.tried = true
+	var probe []int
+	for i := range c.nodes {
+		if !ids.known[i] && !ids.flying[i] && ids.err == nil {
+			ids.flying[i] = true
+			probe = append(probe, i)
+		}
+	}
+	ids.mu.Unlock()
+	if first {
+		var wg sync.WaitGroup
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		for _, i := range probe {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.probeID(pctx, i)
+			}()
+		}
+		wg.Wait()
+		cancel()
+		close(ids.first)
+	} else {
+		for _, i := range probe {
+			c.flying.add(1) // Close waits for it
+			go func() {
+				defer c.flying.done()
+				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+				defer cancel()
+				c.probeID(pctx, i)
+			}()
+		}
+		select {
+		case <-ids.first:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	return ids.err
+}
+
+// probeID asks node i for its server's run_id and records the answer.
+func (c *Client) probeID(ctx context.Context, i int) {
+	call := wire.Probe()
+	v, err := c.nodes[i].Eval(ctx, call.Script, call.Keys, call.Args)
+	ids := &c.ids
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	ids.flying[i] = false
+	if err != nil && !answered(err) {
+		return // not heard: asked again at the next round
+	}
+	// A node that answered with an error, or with a reply the probe
+	// cannot have given, is a server that cannot tell its run_id: it is
+	// taken as one of its own, rather than never let vote.
+	id := ""
+	if err == nil {
+		if d := call.Decode(v); d.Status == wire.OK {
+			id = d.ServerID
+		}
+	}
+	ids.known[i], ids.ids[i] = true, id
+	for j, other := range ids.ids {
+		if j != i && id != "" && other == id && ids.err == nil {
+			a, b := min(i, j), max(i, j)
+			ids.err = invalidf("nodes %q and %q are the same Redis server (run_id %s): one server would vote twice; give each server once", c.nodes[a].Name(), c.nodes[b].Name(), id)
+		}
+	}
+	if ids.err == nil && !slices.Contains(ids.known, false) {
+		ids.all.Store(true)
+	}
+}
+
+// unidentified turns the grants of the round's nodes whose server the
+// client does not know yet into failures, and reports whether there were
+// any: such a node may be another node's server, so its vote cannot
+// count until the probe has told.
+func (c *Client) unidentified(r *round) bool {
+	ids := &c.ids
+	if ids.all.Load() {
+		return false
+	}
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	found := false
+	for i := range r.results {
+		if res := &r.results[i]; res.Outcome == observe.OutcomeOK && !ids.known[i] {
+			res.Outcome, res.Err = observe.OutcomeFailed, errUnidentified
+			found = true
+		}
+	}
+	return found
+}
