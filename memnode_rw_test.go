@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
@@ -15,7 +16,7 @@ import (
 
 // memoryRWArity holds the numbers of keys and arguments of each script.
 var memoryRWArity = map[string][2]int{
-	"rw_read": {5, 4}, "rw_write": {5, 6}, "rw_release": {2, 4}, "rw_drop": {1, 2}, "adopt": {3 + 2*wire.MaxPermits, 2},
+	"rw_read": {5, 4}, "rw_write": {5, 6}, "rw_release": {4, 3}, "rw_drop": {1, 2}, "adopt": {3 + 2*wire.MaxPermits, 2},
 }
 
 // evalRW runs the script name, one of those of memoryRWArity. n.mu must
@@ -86,15 +87,18 @@ func (n *memoryNode) evalRW(now time.Time, name string, keys, args []string) (an
 		return []any{status, int64(0)}, nil
 	}
 	// adopt: the lock key, or the readers; the Examples hold no permits.
+	// The token holds where a value starts with it and a space.
 	c, _ := n.counter(now, keys[2])
 	if held, ok := n.get(now, keys[0]); ok {
-		if held.s == token {
-			return []any{int64(1), int64(0), int64(0), held.expires.Sub(now).Milliseconds(), c}, nil
+		if strings.HasPrefix(held.s, token+" ") {
+			return []any{int64(1), int64(0), int64(0), held.expires.Sub(now).Milliseconds(), c, held.s}, nil
 		}
 		return []any{int64(-1), int64(0), int64(0), held.expires.Sub(now).Milliseconds(), int64(0)}, nil
 	}
-	if exp, ok := n.live(now, keys[1])[token]; ok {
-		return []any{int64(1), int64(1), int64(0), exp.Sub(now).Milliseconds(), c}, nil
+	for v, exp := range n.live(now, keys[1]) {
+		if strings.HasPrefix(v, token+" ") {
+			return []any{int64(1), int64(1), int64(0), exp.Sub(now).Milliseconds(), c, v}, nil
+		}
 	}
 	return []any{int64(0), int64(0), int64(0), int64(0), int64(0)}, nil
 }

@@ -56,7 +56,7 @@ func newMemoryNode(name string) *memoryNode {
 func (n *memoryNode) Name() string { return n.name }
 
 // memoryArity holds the numbers of keys and arguments of each script.
-var memoryArity = map[string][2]int{"acquire": {3, 4}, "release": {2, 3}, "extend": {2, 2}}
+var memoryArity = map[string][2]int{"acquire": {3, 4}, "release": {3, 3}, "extend": {2, 2}}
 
 // Eval runs the script with the given name. Another script, or keys or
 // arguments that it does not take, give a *driver.ReplyError.

@@ -103,7 +103,7 @@ func (s Set) Acquire(token string, ttl, quarantine, fenceTTL time.Duration) Call
 		c = s.acquireRW(args)
 	case s.Permits > 0:
 		c.Script, c.Decode = acquirePermitScript, decodePermit
-		c.Keys = append(s.slots(), MarkerKey(s.Name))
+		c.Keys = append(s.slots(), MarkerKey(s.Name), SizeKey(s.Name))
 		c.Args = append(args, strconv.Itoa(s.Permits), strconv.Itoa(mathrand.IntN(s.Permits)))
 	case s.Keys == nil:
 		c.Keys = s.one()
@@ -130,11 +130,11 @@ func (s Set) Release(token string, fence int64, fenceTTL time.Duration) Call {
 	case s.Kind == Reader:
 		return s.releaseReader(args)
 	case s.Permits > 0:
-		return Call{Script: releasePermitScript, Keys: s.slots(), Args: append(args, strconv.Itoa(s.Permits), strconv.Itoa(s.Slot), s.Name), Decode: decodeReleasePermit}
+		return Call{Script: releasePermitScript, Keys: append(s.slots(), SizeKey(s.Name), MarkerKey(s.Name)), Args: append(args, strconv.Itoa(s.Permits), strconv.Itoa(s.Slot), s.Name), Decode: decodeReleasePermit}
 	case s.Keys == nil:
-		return Call{Script: releaseScript, Keys: s.one()[:2:2], Args: args, Decode: decodeRelease}
+		return Call{Script: releaseScript, Keys: s.one(), Args: args, Decode: decodeRelease}
 	}
-	return Call{Script: releaseAllScript, Keys: s.with(true, false), Args: append(args, strconv.Itoa(len(s.Keys))), Decode: decodeRelease}
+	return Call{Script: releaseAllScript, Keys: s.with(true, true), Args: append(args, strconv.Itoa(len(s.Keys))), Decode: decodeRelease}
 }
 
 // Extend returns the call that sets the set's time to live to ttl where
@@ -148,7 +148,7 @@ func (s Set) Extend(token string, ttl time.Duration) Call {
 	case s.Kind == Reader:
 		return s.extendReader(args)
 	case s.Permits > 0:
-		return Call{Script: extendScript, Keys: []string{PermitKey(s.Name, s.Slot), MarkerKey(s.Name)}, Args: args, Decode: decodeStatus}
+		return Call{Script: extendScript, Keys: []string{PermitKey(s.Name, s.Slot), MarkerKey(s.Name), SizeKey(s.Name)}, Args: args, Decode: decodeStatus}
 	case s.Keys == nil:
 		return Call{Script: extendScript, Keys: []string{s.Name, MarkerKey(s.Name)}, Args: args, Decode: decodeStatus}
 	}
@@ -157,7 +157,7 @@ func (s Set) Extend(token string, ttl time.Duration) Call {
 
 // slots returns a semaphore's slot keys, then their fence counters.
 func (s Set) slots() []string {
-	out := make([]string, 2*s.Permits, 2*s.Permits+1)
+	out := make([]string, 2*s.Permits, 2*s.Permits+2)
 	for i := range s.Permits {
 		out[i] = PermitKey(s.Name, i)
 		out[s.Permits+i] = FenceKey(out[i])

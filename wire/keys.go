@@ -11,19 +11,23 @@ import (
 // touches the lock key and some of these records, and a Redis Cluster node
 // runs a script only if all its keys are in one hash slot (else
 // CROSSSLOT). So each record is named to hash to the slot of the lock key
-// it serves, whatever bytes that key holds.
+// it serves, whatever bytes that key holds, and no two lock keys share a
+// record.
 //
 // Redis hashes a key by its hash tag, the bytes between the first "{" and
 // the first "}" after it, when there are any; else by the whole key. A lock
-// key with a tag keeps its fence counter's name, "redlock:fence:" + key,
-// which has the same tag. Any other key gets "redlock:fence:{T}" + key,
-// where T is the slot's tag: four bytes from "@" to "O" whose CRC16 is the
-// key's slot (see slotTag). The node's marker is one hash per slot,
-// "redlock:node:{T}": at most 16384 of them, however many keys are locked.
+// key with a tag gets records named prefix + "=" + key, which have the
+// same tag. Any other key gets prefix + "{T}" + key, where T is the slot's
+// tag: four bytes from "@" to "O" whose CRC16 is the key's slot (see
+// slotTag). The "=" and the "{" keep the two kinds apart: without them, the
+// records of "abc" and of "{T}abc" would be the same keys. The node's
+// marker is one hash per slot, "redlock:node:{T}": at most 16384 of them,
+// however many keys are locked.
 const (
 	fencePrefix  = "redlock:fence:"  // each lock's fence counter
 	markerPrefix = "redlock:node:"   // each slot's node marker
 	permitPrefix = "redlock:permit:" // each slot of a semaphore
+	sizePrefix   = "redlock:size:"   // each semaphore's number of slots
 	termPrefix   = "redlock:term:"   // each election's term record
 	// The records of a read-write lock besides its key, which holds the
 	// writer (see lua/rw_read.lua).
@@ -43,9 +47,14 @@ const (
 	// MarkerStart is when the node's process started, or was promoted
 	// from replica to master, in microseconds of the node's clock.
 	MarkerStart = "start"
-	// MarkerMaxTTL is the largest lock TTL used in the slot since then,
-	// in milliseconds.
-	MarkerMaxTTL = "maxttl"
+	// MarkerUntil is how long a lock granted in the slot may be held, in
+	// microseconds of the node's clock: the latest end of any grant or
+	// extension the marker records (see lua/node.lua).
+	MarkerUntil = "until"
+	// MarkerQuiet is when the quarantine that the last start imposed
+	// ends, in microseconds of the node's clock: the MarkerUntil that the
+	// marker recorded before the start.
+	MarkerQuiet = "quiet"
 	// MarkerReplID is the replication ID the marker last saw.
 	MarkerReplID = "replid"
 )
@@ -95,6 +104,13 @@ func IntentKey(key string) string {
 	return inSlot(intentPrefix, key)
 }
 
+// SizeKey returns the name of the record in which the nodes keep the
+// number of slots of the semaphore on key while any of its permits is
+// held. It hashes to the same cluster slot as key.
+func SizeKey(key string) string {
+	return inSlot(sizePrefix, key)
+}
+
 // ReleasedChannel returns the channel on which the release of key is
 // announced, so that waiters wake.
 func ReleasedChannel(key string) string { return releasedPrefix + key }
@@ -107,8 +123,42 @@ func LeaderChannel(key string) string { return leaderPrefix + key }
 // which no lock may take.
 func Reserved(key string) bool {
 	return key == legacyMarker || strings.HasPrefix(key, markerPrefix) || strings.HasPrefix(key, fencePrefix) ||
-		strings.HasPrefix(key, permitPrefix) || strings.HasPrefix(key, termPrefix) ||
+		strings.HasPrefix(key, permitPrefix) || strings.HasPrefix(key, termPrefix) || strings.HasPrefix(key, sizePrefix) ||
 		strings.HasPrefix(key, readersPrefix) || strings.HasPrefix(key, intentPrefix)
+}
+
+// TokenLen is the length of a token: 24 random bytes in URL-safe base64.
+const TokenLen = 32
+
+// A lock key's value is the acquisition's token, a space and the owner's
+// label; Value returns it, and Token and Owner take it apart.
+func Value(token, owner string) string { return token + " " + owner }
+
+// Token returns the token in a lock key's value.
+func Token(value string) string {
+	token, _, _ := strings.Cut(value, " ")
+	return token
+}
+
+// Owner returns the owner label in a lock key's value.
+func Owner(value string) string {
+	_, owner, _ := strings.Cut(value, " ")
+	return owner
+}
+
+// ValidToken reports whether token has the form of a token: TokenLen
+// characters of URL-safe base64.
+func ValidToken(token string) bool {
+	if len(token) != TokenLen {
+		return false
+	}
+	for i := 0; i < len(token); i++ {
+		c := token[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // TokenID returns the ID of the token in a lock key's value, which is the
@@ -117,17 +167,17 @@ func Reserved(key string) bool {
 // acquisition without giving away the token, which lets its bearer release
 // the lock.
 func TokenID(value string) string {
-	token, _, _ := strings.Cut(value, " ")
-	sum := sha1.Sum([]byte(token))
+	sum := sha1.Sum([]byte(Token(value)))
 	return hex.EncodeToString(sum[:6])
 }
 
-// inSlot returns prefix, which has no braces, followed by key, or by key
-// behind the tag of its slot if key has no tag of its own: a name that
-// hashes to key's slot. It is one concatenation, one allocation.
+// inSlot returns prefix, which has no braces, followed by "=" and key if
+// key has a hash tag of its own, or else by the tag of key's slot in
+// braces and key: a name that hashes to key's slot, and that no other key
+// gets for the same prefix. It is one concatenation, one allocation.
 func inSlot(prefix, key string) string {
 	if _, ok := hashTag(key); ok {
-		return prefix + key
+		return prefix + "=" + key
 	}
 	return prefix + "{" + slotTag(Slot(key)) + "}" + key
 }

@@ -34,7 +34,7 @@ func TestSetRW(t *testing.T) {
 	if u := c.Undo(7, time.Minute); u.Script != releaseScript {
 		t.Errorf("writer's Undo runs %s", u.Script.Name())
 	}
-	if u := r.Acquire("tok", time.Second, 0, time.Minute).Undo(7, time.Minute); u.Script != rwReleaseScript || u.Args[3] != "k" {
+	if u := r.Acquire("tok", time.Second, 0, time.Minute).Undo(7, time.Minute); u.Script != rwReleaseScript || u.Keys[2] != "k" {
 		t.Errorf("reader's Undo: %s %q", u.Script.Name(), u.Args)
 	}
 	if e := w.Extend("tok", time.Second); e.Script != extendScript {
@@ -63,9 +63,9 @@ func TestDecodeAdopt(t *testing.T) {
 		v    any
 		want Reply
 	}{
-		{i(1, 0, 0, 1500, 42), Reply{Status: OK, Kind: Exclusive, TTL: 1500 * time.Millisecond, Fence: 42}},
-		{i(1, 1, 0, 10, 42), Reply{Status: OK, Kind: Reader, TTL: 10 * time.Millisecond, Fence: 42}},
-		{i(1, 2, 5, 10, 42), Reply{Status: OK, Kind: Permit, Slot: 5, TTL: 10 * time.Millisecond, Fence: 42}},
+		{append(i(1, 0, 0, 1500, 42), "tok own er"), Reply{Status: OK, Kind: Exclusive, TTL: 1500 * time.Millisecond, Fence: 42, Owner: "own er"}},
+		{append(i(1, 1, 0, 10, 42), "tok o"), Reply{Status: OK, Kind: Reader, TTL: 10 * time.Millisecond, Fence: 42, Owner: "o"}},
+		{append(i(1, 2, 5, 10, 42), "tok o"), Reply{Status: OK, Kind: Permit, Slot: 5, TTL: 10 * time.Millisecond, Fence: 42, Owner: "o"}},
 		{i(-1, 0, 0, 10, 0), Reply{Status: Taken, TTL: 10 * time.Millisecond}},
 		{i(0, 0, 0, 0, 0), Reply{Status: Absent}},
 	} {
@@ -73,7 +73,7 @@ func TestDecodeAdopt(t *testing.T) {
 			t.Errorf("decodeAdopt(%v) = %+v, want %+v", tc.v, d, tc.want)
 		}
 	}
-	for _, v := range []any{i(1, 3, 0, 1, 1), i(1, 2, MaxPermits, 1, 1), i(1, 0, 1, 1, 1), i(2, 0, 0, 0, 0), i(1, 0, 0, 1, -1), i(1, 0, 0, 1), "x"} {
+	for _, v := range []any{i(1, 0, 0, 1, 1), append(i(1, 3, 0, 1, 1), "t o"), append(i(1, 0, 0, 1, 1), 7), i(1, 2, MaxPermits, 1, 1), i(1, 0, 1, 1, 1), i(2, 0, 0, 0, 0), i(1, 0, 0, 1, -1), i(1, 0, 0, 1), "x"} {
 		if d := decodeAdopt(v); d.Status != Failed {
 			t.Errorf("decodeAdopt(%v) = %+v, want Failed", v, d)
 		}

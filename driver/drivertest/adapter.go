@@ -327,9 +327,9 @@ func scriptSteps(key string) []step {
 		rwStep("rw_drop", key, "tok2", done),
 		rwStep("rw_extend", key, "tok1", done),
 		rwStep("rw_release", key, "tok1", done),
-		rwStep("rw_write", key, "tok2", granted),
+		rwStep("rw_write", key, "tok2 owner", granted),
 		{script: "adopt", keys: wire.Adopt(key+":rw", "tok2").Keys, args: wire.Adopt(key+":rw", "tok2").Args, want: granted},
-		releaseStep(key+":rw", "tok2", done),
+		releaseStep(key+":rw", "tok2 owner", done),
 	}
 }
 
@@ -347,9 +347,9 @@ func rwStep(script, key, token string, want any) step {
 	case "rw_drop":
 		return step{script, []string{wire.IntentKey(key)}, []string{token, key}, want}
 	case "rw_extend":
-		return step{script, []string{wire.ReadersKey(key), wire.MarkerKey(key)}, []string{token, "120000"}, want}
+		return step{script, []string{wire.ReadersKey(key), wire.MarkerKey(key), key}, []string{token, "120000"}, want}
 	}
-	return step{script, []string{wire.ReadersKey(key), wire.FenceKey(key)}, []string{token, "0", fenceTTL, key}, want}
+	return step{script, []string{wire.ReadersKey(key), wire.FenceKey(key), key, wire.MarkerKey(key)}, []string{token, "0", fenceTTL}, want}
 }
 
 // permitStep is a step of the scripts of a semaphore of two permits on
@@ -359,9 +359,9 @@ func permitStep(script, key, token string, want any) step {
 	s0, s1 := wire.PermitKey(key, 0), wire.PermitKey(key, 1)
 	keys := []string{s0, s1, wire.FenceKey(s0), wire.FenceKey(s1)}
 	if script == "acquire_permit" {
-		return step{script, append(keys, wire.MarkerKey(key)), []string{token, "60000", "0", fenceTTL, "2", "0"}, want}
+		return step{script, append(keys, wire.MarkerKey(key), wire.SizeKey(key)), []string{token, "60000", "0", fenceTTL, "2", "0"}, want}
 	}
-	return step{script, keys, []string{token, "0", fenceTTL, "2", "0", key}, want}
+	return step{script, append(keys, wire.SizeKey(key), wire.MarkerKey(key)), []string{token, "0", fenceTTL, "2", "0", key}, want}
 }
 
 // allStep is a step of the scripts of a lock on two keys that share the
@@ -376,7 +376,7 @@ func allStep(script, key, token string, want any) step {
 	case "extend_all":
 		return step{script, []string{k1, k2, marker}, []string{token, "60000", "2"}, want}
 	}
-	return step{script, []string{k1, k2, wire.FenceKey(k1), wire.FenceKey(k2)}, []string{token, "0", fenceTTL, "2"}, want}
+	return step{script, []string{k1, k2, wire.FenceKey(k1), wire.FenceKey(k2), marker}, []string{token, "0", fenceTTL, "2"}, want}
 }
 
 func inspectStep(key string, want any) step {
@@ -400,7 +400,7 @@ func forceStep(key, floor string, want any) step {
 }
 
 func releaseStep(key, token string, want any) step {
-	return step{"release", []string{key, wire.FenceKey(key)}, []string{token, "0", fenceTTL}, want}
+	return step{"release", []string{key, wire.FenceKey(key), wire.MarkerKey(key)}, []string{token, "0", fenceTTL}, want}
 }
 
 func extendStep(key, token, ttl string, want any) step {

@@ -99,7 +99,7 @@ func (s *suite) testAdoptWrongToken(t *testing.T) {
 	c := s.client(t, cl.urls(), nil)
 	ctx, key := ctxT(t), keyFor(t)
 	// Nothing holds: the lock is gone.
-	_, err := c.Adopt(ctx, key, "no-such-token owner")
+	_, err := c.Adopt(ctx, key, strings.Repeat("n", 32))
 	if oe := mustOpError(t, err, redlock.ErrLockLost); oe.Rounds != 1 || len(oe.Nodes) != 3 {
 		t.Errorf("Adopt of a free key: %d rounds, %d nodes", oe.Rounds, len(oe.Nodes))
 	}
@@ -122,7 +122,7 @@ func (s *suite) testAdoptWrongToken(t *testing.T) {
 		return out
 	}
 	before := dump()
-	for _, tok := range []string{"wrong " + strings.Repeat("x", 10), h.Token()[:32], h.Token() + "x"} {
+	for _, tok := range []string{strings.Repeat("x", 32), h.Token()[1:] + "x"} {
 		start := time.Now()
 		_, err := c.Adopt(ctx, key, tok)
 		oe := mustOpError(t, err, redlock.ErrTaken)

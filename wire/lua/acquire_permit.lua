@@ -4,7 +4,8 @@
 -- KEYS[1..n]     the slots' lock keys, slot 0 first
 -- KEYS[n+1..2n]  their fence counters, in the same order
 -- KEYS[2n+1]     the node marker of the semaphore's hash slot
--- ARGV[1..4]     as acquire.lua: token, TTL, quarantine, fence counter TTL
+-- KEYS[2n+2]     the semaphore's size record: n, while a permit is held
+-- ARGV[1..4]     as acquire.lua: value, TTL, quarantine, fence counter TTL
 -- ARGV[5]        n
 -- ARGV[6]        the slot to look at first, from 0 to n-1; the others
 --                follow in order, wrapping around
@@ -15,6 +16,14 @@
 --                                   pttl is the shortest time one of them
 --                                   has left
 --   {-1, wait,  age, maxttl, -1}    the node is in quarantine
+-- and an error reply "INVALID redlock: semaphore size <held> held, <n>
+-- asked" when the node holds permits of a semaphore of another size on
+-- the key.
+--
+-- The size record lives at least as long as any permit it granted: each
+-- grant and extension of a permit keeps it that long (PEXPIRE GT), and the
+-- release that frees the last slot deletes it. While it lives, a round of
+-- another n is refused: two sizes on one key would overfill the smaller.
 --
 -- A slot is a lock like any other: acquire.lua's SET NX PX on its key,
 -- with its own fence counter, so that a permit is extended and released
@@ -24,9 +33,15 @@
 local n, first = tonumber(ARGV[5]), tonumber(ARGV[6])
 local now = now_us()
 local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
-local age, maxttl = standing(KEYS[2 * n + 1], now, ttl, quarantine)
-if quarantine > 0 and age < maxttl then
-	return {-1, maxttl - age, age, maxttl, -1}
+local st = marker(KEYS[2 * n + 1], now, quarantine > 0)
+local age, maxttl, wait = standing(st, now, ttl, quarantine)
+if wait > 0 then
+	return {-1, wait, age, maxttl, -1}
+end
+local size = KEYS[2 * n + 2]
+local held = tonumber(redis.call('GET', size))
+if held and held ~= n then
+	return redis.error_reply(string.format('INVALID redlock: semaphore size %d held, %d asked', held, n))
 end
 local shortest
 for j = 0, n - 1 do
@@ -36,10 +51,16 @@ for j = 0, n - 1 do
 	if v == ARGV[1] then
 		-- A client library re-sending the call after the first reply was
 		-- lost finds its own grant, as in acquire.lua.
-		return {1, tonumber(redis.call('GET', counter)) or 0, age, maxttl, slot}
+		return {1, tonumber(redis.call('GET', counter)) or 0, age, math.max(maxttl, ttl), slot}
 	end
 	if not v then
 		redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
+		if held then
+			redis.call('PEXPIRE', size, ARGV[2], 'GT')
+		else
+			redis.call('SET', size, n, 'PX', ARGV[2])
+		end
+		maxttl = hold(st, ARGV[1], now, ttl)
 		local fence = now
 		local old = tonumber(redis.call('SET', counter, string.format('%d', now), 'PX', ARGV[4], 'GET'))
 		if old and old >= now then

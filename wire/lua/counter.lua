@@ -1,6 +1,7 @@
 -- counter.lua: how the scripts that end a hold (release.lua,
 -- release_all.lua, release_permit.lua, rw_release.lua, to which it is
--- prepended) raise a fence counter.
+-- prepended) raise a fence counter and give back the horizon of a long
+-- grant (see node.lua).
 
 -- raise lifts the fence counter at key to at least fence, a decimal
 -- string, keeping it ttl milliseconds, so that the next owner's fence
@@ -25,3 +26,16 @@ local function raise(key, fence, ttl)
 	end
 	return nil
 end
+
+-- unhold records in the marker at key that token's grants in its slot
+-- have ended: if token set the marker's until, until falls back to until2.
+-- It writes nothing otherwise, and nothing on a node at its maxmemory
+-- (see counter.lua).
+local function unhold(key, token)
+	if redis.call('HGET', key, 'who') == token then
+		redis.pcall('HSET', key, 'who', '', 'until', redis.call('HGET', key, 'until2') or '0')
+	end
+end
+
+-- READERS is what a lock key holds while readers hold it (see node.lua).
+local READERS = '=readers'

@@ -36,7 +36,12 @@ local v = redis.call('GET', KEYS[1])
 local c = tonumber(redis.call('GET', KEYS[2]))
 local floor = tonumber(ARGV[1])
 local removed, id, owner, pttl, told = 0, '', '', 0, 0
-if v and not (c and c > floor) then
+if v == READERS then
+	-- The readers keep the key: it goes with them, and only with them.
+	if KEYS[4] and not (c and c > floor) then
+		redis.call('DEL', KEYS[1])
+	end
+elseif v and not (c and c > floor) then
 	pttl = redis.call('PTTL', KEYS[1])
 	redis.call('DEL', KEYS[1])
 	removed = 1

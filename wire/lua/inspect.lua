@@ -8,12 +8,12 @@
 --          rw_read.lua)
 -- KEYS[5]  optional: the intents of its waiting writers (see rw_write.lua)
 --
--- Returns {held, id, owner, pttl, fence, age, maxttl, clock}: held is 1 when the
--- key holds a lock, with id and owner as holder gives them and pttl its
+-- Returns {held, id, owner, pttl, fence, age, left, clock}: held is 1 when
+-- the key holds a lock or a writer (not READERS: see rw_read.lua), with id and owner as holder gives them and pttl its
 -- remaining time to live in milliseconds (-1 for a key without expiry,
 -- which a lock never is); fence is the fence counter (0 if none); age is
--- how long ago the marker's start lies, -1 without a marker, and maxttl
--- the largest TTL the marker records, both in milliseconds; clock is the
+-- how long ago the marker's start lies, -1 without a marker, and left how
+-- long a lock granted in the slot may still be held, both in milliseconds; clock is the
 -- node's clock in microseconds since 1970, from which the node draws its
 -- fences when its counter is behind (see acquire.lua).
 --
@@ -22,19 +22,20 @@
 -- last, and the number of live intents. Neither shows a token.
 local held, id, owner, pttl = 0, '', '', 0
 local v = redis.call('GET', KEYS[1])
-if v then
+if v and v ~= READERS then
 	held, pttl = 1, redis.call('PTTL', KEYS[1])
 	id, owner = holder(v)
 end
 local fence = tonumber(redis.call('GET', KEYS[2])) or 0
-local m = redis.call('HMGET', KEYS[3], 'start', 'maxttl')
+local m = redis.call('HMGET', KEYS[3], 'start', 'until', 'until2')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local age = -1
 if m[1] then
 	age = math.max(math.floor((now - tonumber(m[1])) / 1000), 0)
 end
-local out = {held, id, owner, pttl, fence, age, tonumber(m[2]) or 0, string.format('%d', now)}
+local left = math.max(math.ceil((math.max(tonumber(m[2]) or 0, tonumber(m[3]) or 0) - now) / 1000), 0)
+local out = {held, id, owner, pttl, fence, age, left, string.format('%d', now)}
 -- They are read with pcall: a user whose ACL predates read-write locks,
 -- and allows no sorted-set command, still inspects locks, and sees no
 -- readers.

@@ -4,8 +4,8 @@
 -- KEYS[1]  the node marker (see node.lua)
 --
 -- Returns {age, maxttl, clock}: how long ago the redis-server process
--- started and the largest TTL recorded on the node, in milliseconds, and the
+-- started and how long a lock granted in the slot may still be held, in milliseconds, and the
 -- node's clock in milliseconds since 1970.
 local now = now_us()
-local start, maxttl = marker(KEYS[1], now, true)
-return {math.max(math.floor((now - start) / 1000), 0), maxttl, math.floor(now / 1000)}
+local age, left = standing(marker(KEYS[1], now, true), now, 0, 0)
+return {age, left, math.floor(now / 1000)}

@@ -2,7 +2,8 @@
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the lock's fence counter
--- ARGV[1]  the token of the acquisition being released
+-- KEYS[3]  the node marker (see node.lua)
+-- ARGV[1]  the value of the acquisition being released
 -- ARGV[2]  the lock's fence (the largest over the nodes that granted it)
 -- ARGV[3]  the time to live of the fence counter, in milliseconds
 --
@@ -28,6 +29,7 @@ if v == ARGV[1] then
 	if type(told) ~= 'number' then
 		told = 0
 	end
+	unhold(KEYS[3], ARGV[1])
 elseif v then
 	status = -1
 end

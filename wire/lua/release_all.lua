@@ -3,7 +3,8 @@
 --
 -- KEYS[1..n]     the lock keys
 -- KEYS[n+1..2n]  their fence counters, in the same order
--- ARGV[1..3]     as release.lua: token, the lock's fence, counter TTL
+-- KEYS[2n+1..]   the node markers of their hash slots, each slot once
+-- ARGV[1..3]     as release.lua: value, the lock's fence, counter TTL
 -- ARGV[4]        n
 --
 -- Returns {status, told}: status 1 when some key held the token (every
@@ -22,6 +23,11 @@ for i = 1, n do
 		end
 	elseif v then
 		foreign = foreign + 1
+	end
+end
+if deleted > 0 then
+	for i = 2 * n + 1, #KEYS do
+		unhold(KEYS[i], ARGV[1])
 	end
 end
 for i = n + 1, 2 * n do

@@ -3,6 +3,8 @@
 --
 -- KEYS[1..n]     the slots' lock keys, slot 0 first
 -- KEYS[n+1..2n]  their fence counters, in the same order
+-- KEYS[2n+1]     the semaphore's size record (see acquire_permit.lua)
+-- KEYS[2n+2]     the node marker of the semaphore's hash slot
 -- ARGV[1..3]     as release.lua: token, the permit's fence, counter TTL
 -- ARGV[4]        n
 -- ARGV[5]        the permit's slot; -1 to clean up after a failed round
@@ -44,6 +46,12 @@ for slot = 0, n - 1 do
 	elseif v and slot == own then
 		status = -1
 	end
+end
+if free == n and tonumber(redis.call('GET', KEYS[2 * n + 1])) == n then
+	redis.call('DEL', KEYS[2 * n + 1])
+end
+if #counters > 0 then
+	unhold(KEYS[2 * n + 2], ARGV[1])
 end
 if own >= 0 and status ~= 1 then
 	counters[#counters + 1] = KEYS[n + own + 1]

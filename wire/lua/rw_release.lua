@@ -3,8 +3,10 @@
 --
 -- KEYS[1]  the readers (see rw_read.lua)
 -- KEYS[2]  the lock's fence counter
--- ARGV[1..3]  as release.lua: token, the reader's fence, counter TTL (ms)
--- ARGV[4]  the lock key, whose channel announces releases
+-- KEYS[3]  the lock key, which holds READERS while readers hold (see
+--          rw_read.lua), and whose channel announces releases
+-- KEYS[4]  the node marker (see node.lua)
+-- ARGV[1..3]  as release.lua: value, the reader's fence, counter TTL (ms)
 --
 -- Returns {status, told} as release.lua does: status 1 when the token was
 -- a live reader and is removed, 0 when it was not there (expired, or never
@@ -25,14 +27,25 @@ if score then
 	end
 	redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', now))
 	local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+	local readers = redis.call('GET', KEYS[3]) == READERS
 	if last[2] then
-		redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(last[2]) - now) / 1000))
-	elseif status == 1 then
-		told = redis.pcall('PUBLISH', 'redlock:released:' .. ARGV[4], '')
-		if type(told) ~= 'number' then
-			told = 0
+		local keep = math.ceil((tonumber(last[2]) - now) / 1000)
+		redis.call('PEXPIRE', KEYS[1], keep)
+		if readers then
+			redis.call('PEXPIRE', KEYS[3], keep)
+		end
+	else
+		if readers then
+			redis.call('DEL', KEYS[3])
+		end
+		if status == 1 then
+			told = redis.pcall('PUBLISH', 'redlock:released:' .. KEYS[3], '')
+			if type(told) ~= 'number' then
+				told = 0
+			end
 		end
 	end
+	unhold(KEYS[4], ARGV[1])
 end
 local err = raise(KEYS[2], ARGV[2], ARGV[3])
 if err then

@@ -23,9 +23,10 @@
 -- writer that is granted drops its intent.
 local now = now_us()
 local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
-local age, maxttl = standing(KEYS[5], now, ttl, quarantine)
-if quarantine > 0 and age < maxttl then
-	return {-1, maxttl - age, age, maxttl}
+local st = marker(KEYS[5], now, quarantine > 0)
+local age, maxttl, wait = standing(st, now, ttl, quarantine)
+if wait > 0 then
+	return {-1, wait, age, maxttl}
 end
 local nows = string.format('%d', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', nows)
@@ -33,10 +34,10 @@ redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', nows)
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
 	-- A retry finds its own grant, as in acquire.lua.
-	return {1, tonumber(redis.call('GET', KEYS[4])) or 0, age, maxttl}
+	return {1, tonumber(redis.call('GET', KEYS[4])) or 0, age, math.max(maxttl, ttl)}
 end
-local wait
-if v then
+wait = nil
+if v and v ~= READERS then
 	wait = math.max(redis.call('PTTL', KEYS[1]), 0)
 else
 	local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
@@ -51,7 +52,9 @@ if wait then
 	redis.call('PEXPIRE', KEYS[3], math.ceil((latest - now) / 1000))
 	return {0, wait, age, maxttl}
 end
+-- The key is free, or holds READERS after its last reader's expiry.
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+maxttl = hold(st, ARGV[1], now, ttl)
 if redis.call('ZREM', KEYS[3], ARGV[5]) == 1 and redis.call('ZCARD', KEYS[3]) == 0 then
 	redis.call('DEL', KEYS[3])
 end
