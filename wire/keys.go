@@ -21,11 +21,11 @@ import (
 // tag: four bytes from "@" to "O" whose CRC16 is the key's slot (see
 // slotTag). The "=" and the "{" keep the two kinds apart: without them, the
 // records of "abc" and of "{T}abc" would be the same keys. The node's
-// marker is one hash per slot, "redlock:node:{T}": at most 16384 of them,
+// marker is one hash per slot, "redlock:slot:{T}": at most 16384 of them,
 // however many keys are locked.
 const (
 	fencePrefix  = "redlock:fence:"  // each lock's fence counter
-	markerPrefix = "redlock:node:"   // each slot's node marker
+	markerPrefix = "redlock:slot:"   // each slot's node marker
 	permitPrefix = "redlock:permit:" // each slot of a semaphore
 	sizePrefix   = "redlock:size:"   // each semaphore's number of slots
 	termPrefix   = "redlock:term:"   // each election's term record
@@ -34,8 +34,11 @@ const (
 	readersPrefix = "redlock:readers:" // each RW lock's readers
 	intentPrefix  = "redlock:intent:"  // each RW lock's waiting writers
 	// legacyMarker is a name that earlier releases wrote a node marker
-	// under; no lock may take it.
+	// under, and legacyPrefix the prefix of the names they wrote markers
+	// under later, where format 1 leaves a string that fails their
+	// scripts (see lua/node.lua); no lock may take them.
 	legacyMarker = "redlock:node"
+	legacyPrefix = "redlock:node:"
 
 	releasedPrefix = "redlock:released:" // the channel of each key's releases
 	leaderPrefix   = "redlock:leader:"   // the channel of each election's new leaders
@@ -57,6 +60,16 @@ const (
 	MarkerQuiet = "quiet"
 	// MarkerReplID is the replication ID the marker last saw.
 	MarkerReplID = "replid"
+	// MarkerFormat is the version of the data on the node, Format.
+	MarkerFormat = "v"
+)
+
+// Format is the version of the data that this client keeps on the nodes:
+// the names and values of its records. A node serves clients of one format
+// only; a client refuses, with a FORMAT error reply, to use a node that
+// holds data of another (see lua/node.lua).
+const (
+	Format = 1
 )
 
 // FenceKey returns the name of the counter from which a node draws the
@@ -122,7 +135,7 @@ func LeaderChannel(key string) string { return leaderPrefix + key }
 // Reserved reports whether key names one of the client's own records,
 // which no lock may take.
 func Reserved(key string) bool {
-	return key == legacyMarker || strings.HasPrefix(key, markerPrefix) || strings.HasPrefix(key, fencePrefix) ||
+	return key == legacyMarker || strings.HasPrefix(key, markerPrefix) || strings.HasPrefix(key, legacyPrefix) || strings.HasPrefix(key, fencePrefix) ||
 		strings.HasPrefix(key, permitPrefix) || strings.HasPrefix(key, termPrefix) || strings.HasPrefix(key, sizePrefix) ||
 		strings.HasPrefix(key, readersPrefix) || strings.HasPrefix(key, intentPrefix)
 }

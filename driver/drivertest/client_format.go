@@ -24,6 +24,54 @@ func (s *suite) testFormat(t *testing.T) {
 	t.Run("ReadersExcludeMutex", s.testReadersExcludeMutex)
 	t.Run("SemaphoreSize", s.testSemaphoreSize)
 	t.Run("LongLockEffectEnds", s.testLongLockEnds)
+	t.Run("FormatVersion", s.testFormatVersion)
+}
+
+// testFormatVersion: a client refuses nodes that hold the data of another
+// format of the client's, with ErrRefused and a FORMAT reply that says
+// so, rather than mixing its data with theirs; and leaves, where earlier
+// clients kept their marker, a string on which their scripts fail.
+func (s *suite) testFormatVersion(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	c := s.client(t, cl.urls(), &redlock.Options{Tries: 1})
+	ctx, key := ctxT(t), keyFor(t)
+	marker := wire.MarkerKey(key)
+	legacy := "redlock:node:" + marker[strings.IndexByte(marker, '{'):]
+	l := lockOnAll(t, ctx, c, key, 10*time.Second, cl.servers)
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, srv := range cl.servers {
+		if v := srv.MustDo(t, "HGET", marker, wire.MarkerFormat); v != fmt.Sprint(wire.Format) {
+			t.Errorf("%s: the marker's format is %#v, want %d", srv.Addr(), v, wire.Format)
+		}
+		// The marker of an earlier client is now a string: its HMGET
+		// fails with WRONGTYPE.
+		if _, err := srv.Do("HMGET", legacy, "start", "maxttl"); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+			t.Errorf("%s: an earlier client's read of its marker %q: %v, want WRONGTYPE", srv.Addr(), legacy, err)
+		}
+	}
+
+	// A node whose marker says another format, and one that holds an
+	// earlier client's marker: a majority refuses, so the lock is refused.
+	other := keyFor(t) + ":other"
+	om := wire.MarkerKey(other)
+	cl.servers[0].MustDo(t, "HSET", om, "start", "1", wire.MarkerFormat, "2")
+	cl.servers[1].MustDo(t, "DEL", om, "redlock:node:"+om[strings.IndexByte(om, '{'):])
+	cl.servers[1].MustDo(t, "HSET", "redlock:node:"+om[strings.IndexByte(om, '{'):], "start", "1", "maxttl", "10000")
+	_, err := c.TryLock(ctx, other, 10*time.Second)
+	oe := mustOpError(t, err, redlock.ErrRefused)
+	for i, res := range oe.Nodes[:2] {
+		if res.Outcome != redlock.Refused || res.Err == nil || !strings.Contains(res.Err.Error(), "FORMAT") || !strings.Contains(res.Err.Error(), "format") {
+			t.Errorf("node %d: %v %v, want refused with a FORMAT error", i, res.Outcome, res.Err)
+		}
+	}
+	if !strings.Contains(err.Error(), "format") {
+		t.Errorf("the error does not say why: %v", err)
+	}
+	if n := cl.countValue(t, other, ""); n != len(cl.servers) {
+		t.Errorf("the refused lock left its key on %d nodes", len(cl.servers)-n)
+	}
 }
 
 // testTokenOneWord: a token is one shell word without the owner label,

@@ -62,6 +62,14 @@ local function info(section)
 	return redis.call('INFO', section) -- raises the error again, as a call
 end
 
+-- FORMAT is the version of the data this script keeps on the node, in the
+-- marker's field v. A node serves clients of one format: a script refuses,
+-- with a FORMAT error, to mix its data with another's. Clients before
+-- format 1 kept their marker at "redlock:node:{T}"; a format 1 marker,
+-- when it is written, leaves a string there, on which their scripts fail
+-- with WRONGTYPE, and refuses to start beside one of theirs.
+local FORMAT = '1'
+
 -- READERS is what a lock key holds while readers hold it (see
 -- rw_read.lua): no token has this form, so no lock or writer is granted.
 local READERS = '=readers'
@@ -75,7 +83,11 @@ local READERS = '=readers'
 -- On the common path, a marker up to date, the replication ID is only
 -- looked for in the INFO text; it is parsed only to write a marker.
 local function marker(key, now, promotions)
-	local m = redis.call('HMGET', key, 'start', 'quiet', 'until', 'who', 'until2', 'ttl2', 'lastsave', 'replid')
+	local m = redis.call('HMGET', key, 'start', 'quiet', 'until', 'who', 'until2', 'ttl2', 'lastsave', 'replid', 'v')
+	if m[9] ~= FORMAT and (m[9] or m[1]) then
+		error({err = 'FORMAT redlock: this node holds redlock data of format ' .. tostring(m[9]) ..
+			', and this client keeps format ' .. FORMAT .. '; clients of two formats cannot share nodes'})
+	end
 	local st = {key = key, start = tonumber(m[1]), quiet = tonumber(m[2]) or 0,
 		hi = tonumber(m[3]) or 0, who = m[4] or '', hi2 = tonumber(m[5]) or 0, ttl2 = tonumber(m[6]) or 0}
 	local lastsave = redis.pcall('LASTSAVE')
@@ -119,9 +131,19 @@ local function marker(key, now, promotions)
 	if st.start and start > st.start + 2000000 then
 		st.quiet = math.max(st.quiet, st.hi, math.min(st.hi2, start + st.ttl2 * 1000))
 	end
+	if not m[9] then
+		-- A new marker: no client before format 1 may keep data here.
+		local legacy = 'redlock:node:' .. string.sub(key, #'redlock:slot:' + 1)
+		local t = redis.call('TYPE', legacy)
+		if (t.ok or t) ~= 'none' and (t.ok or t) ~= 'string' then
+			error({err = 'FORMAT redlock: this node holds the data of a redlock client older than format 1 (' ..
+				legacy .. '); clients of two formats cannot share nodes: upgrade every client, then delete the old keys'})
+		end
+		redis.call('SET', legacy, 'redlock format ' .. FORMAT)
+	end
 	st.start = start
 	redis.call('HSET', key, 'start', string.format('%d', start), 'quiet', string.format('%d', st.quiet),
-		'lastsave', lastsave, 'replid', replid)
+		'lastsave', lastsave, 'replid', replid, 'v', FORMAT)
 	return st
 end
 
