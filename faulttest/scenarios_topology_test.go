@@ -123,7 +123,7 @@ func lockFencedAhead(r *run, cl *Client, key string, ttl, skew time.Duration) *H
 	r.Helper()
 	for range 10 {
 		hl := lockEverywhere(r, cl, ttl, nil)
-		counter, err := r.c.Server(0).Do("GET", wire.FenceKey(key))
+		counter, err := r.c.Server(0).Do("HGET", wire.MarkerKey(key), wire.MarkerFence)
 		if err != nil {
 			r.Fatal(err)
 		}

@@ -24,7 +24,7 @@ import (
 // marker is one hash per slot, "redlock:slot:{T}": at most 16384 of them,
 // however many keys are locked.
 const (
-	fencePrefix  = "redlock:fence:"  // each lock's fence counter
+	fencePrefix  = "redlock:fence:"  // earlier formats' fence counters; reserved
 	markerPrefix = "redlock:slot:"   // each slot's node marker
 	permitPrefix = "redlock:permit:" // each slot of a semaphore
 	sizePrefix   = "redlock:size:"   // each semaphore's number of slots
@@ -62,6 +62,9 @@ const (
 	MarkerReplID = "replid"
 	// MarkerFormat is the version of the data on the node, Format.
 	MarkerFormat = "v"
+	// MarkerFence is the slot's fence counter: the largest fence the
+	// node has drawn or a release has raised it to.
+	MarkerFence = "fence"
 )
 
 // Format is the version of the data that this client keeps on the nodes:
@@ -72,15 +75,11 @@ const (
 	Format = 1
 )
 
-// FenceKey returns the name of the counter from which a node draws the
-// fences of the lock on key. It hashes to the same cluster slot as key.
-func FenceKey(key string) string {
-	return inSlot(fencePrefix, key)
-}
-
-// MarkerKey returns the name of the hash in which a node records when its
-// process started, the largest TTL used on it and its replication ID, for
-// the locks in key's cluster slot. It hashes to the same slot as key.
+// MarkerKey returns the name of the hash in which a node records, for the
+// locks in key's cluster slot, when its process started, how long the
+// locks granted may be held, its replication ID, the data's Format and
+// the fence counter from which it draws the locks' fences. It hashes to
+// the same slot as key.
 func MarkerKey(key string) string {
 	var b [len(markerPrefix) + 6]byte
 	copy(b[:], markerPrefix+"{")

@@ -29,9 +29,9 @@ const (
 )
 
 // rwKeys returns the keys of a read-write lock's acquisition: the key,
-// its readers, its intents, its fence counter and the node marker.
+// its readers, its intents and the node marker.
 func (s Set) rwKeys() []string {
-	return []string{s.Name, ReadersKey(s.Name), IntentKey(s.Name), FenceKey(s.Name), MarkerKey(s.Name)}
+	return []string{s.Name, ReadersKey(s.Name), IntentKey(s.Name), MarkerKey(s.Name)}
 }
 
 // acquireRW is Acquire of a reader or a writer, whose arguments begin
@@ -51,7 +51,7 @@ func (s Set) acquireRW(args []string) Call {
 // releaseReader is Release of a reader: its token leaves the readers, and
 // the release of the last live reader wakes the waiting writers.
 func (s Set) releaseReader(args []string) Call {
-	return Call{Script: rwReleaseScript, Keys: []string{ReadersKey(s.Name), FenceKey(s.Name), s.Name, MarkerKey(s.Name)}, Args: args, Decode: decodeRelease}
+	return Call{Script: rwReleaseScript, Keys: []string{ReadersKey(s.Name), s.Name, MarkerKey(s.Name)}, Args: args, Decode: decodeRelease}
 }
 
 // extendReader is Extend of a reader: its own expiry moves, no other's.
@@ -67,7 +67,7 @@ func (s Set) DropIntent() Call {
 }
 
 // RWKeys returns the records of a read-write lock on key besides the key
-// itself and its fence counter: its readers and its writers' intents.
+// itself: its readers and its writers' intents.
 func RWKeys(key string) []string {
 	return []string{ReadersKey(key), IntentKey(key)}
 }
@@ -136,8 +136,8 @@ func decodeRWView(readers, intents any) (*RWView, bool) {
 // label beside the token; Taken with TTL when another token holds; Absent
 // when nothing holds.
 func Adopt(key, token string) Call {
-	keys := make([]string, 3, 3+2*MaxPermits)
-	keys[0], keys[1], keys[2] = key, ReadersKey(key), FenceKey(key)
+	keys := make([]string, 3, 3+MaxPermits)
+	keys[0], keys[1], keys[2] = key, ReadersKey(key), MarkerKey(key)
 	s := Set{Name: key, Permits: MaxPermits}
 	keys = append(keys, s.slots()...)
 	return Call{Script: adoptScript, Keys: keys, Args: []string{token, strconv.Itoa(MaxPermits)}, Decode: decodeAdopt}

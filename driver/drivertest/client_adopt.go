@@ -32,7 +32,7 @@ func (s *suite) testAdoptKind(t *testing.T, kind string) {
 	ctx, key := ctxT(t), keyFor(t)
 	const ttl = 10 * time.Second
 	var h *redlock.Lock
-	counterKey := wire.FenceKey(key)
+	marker := wire.MarkerKey(key) // the slot's fence counter: a permit's slot key shares key's slot
 	gone := func() { cl.awaitNoKey(t, key, 5*time.Second) }
 	switch kind {
 	case "lock":
@@ -49,7 +49,6 @@ func (s *suite) testAdoptKind(t *testing.T, kind string) {
 		p := cl.permitOnAll(t, ctx, holder.Semaphore(key, 3), ttl)
 		h = p.Lock
 		slotKey := wire.PermitKey(key, p.Slot())
-		counterKey = wire.FenceKey(slotKey)
 		gone = func() { cl.awaitNoKey(t, slotKey, 5*time.Second) }
 	}
 	a, err := adopter.Adopt(ctx, key, h.Token())
@@ -63,7 +62,7 @@ func (s *suite) testAdoptKind(t *testing.T, kind string) {
 	// holder's, or that of a node that granted after the holder's quorum.
 	var most int64
 	for _, srv := range cl.servers {
-		v, _ := srv.MustDo(t, "GET", counterKey).(string)
+		v, _ := srv.MustDo(t, "HGET", marker, wire.MarkerFence).(string)
 		n, _ := strconv.ParseInt(v, 10, 64)
 		most = max(most, n)
 	}
@@ -106,7 +105,7 @@ func (s *suite) testAdoptWrongToken(t *testing.T) {
 	if errors.Is(err, redlock.ErrTaken) {
 		t.Errorf("Adopt of a free key says taken: %v", err)
 	}
-	for _, k := range []string{key, wire.ReadersKey(key), wire.FenceKey(key)} {
+	for _, k := range []string{key, wire.ReadersKey(key), wire.MarkerKey(key)} {
 		cl.expectNoKey(t, k)
 	}
 
@@ -114,7 +113,7 @@ func (s *suite) testAdoptWrongToken(t *testing.T) {
 	dump := func() []string {
 		var out []string
 		for _, srv := range cl.servers {
-			for _, k := range []string{key, wire.FenceKey(key), wire.ReadersKey(key)} {
+			for _, k := range []string{key, wire.MarkerKey(key), wire.ReadersKey(key)} {
 				v, _ := srv.MustDo(t, "DUMP", k).(string)
 				out = append(out, v)
 			}
@@ -167,7 +166,7 @@ func (s *suite) testAdoptInvalid(t *testing.T) {
 	ctx := ctxT(t)
 	cases := []struct{ key, token string }{
 		{"", "tok"},
-		{wire.FenceKey("x"), "tok"},
+		{wire.MarkerKey("x"), "tok"},
 		{wire.ReadersKey("x"), "tok"},
 		{wire.IntentKey("x"), "tok"},
 		{"k", ""},

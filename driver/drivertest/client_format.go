@@ -156,7 +156,7 @@ func (s *suite) testRecordsOneToOne(t *testing.T) {
 		t.Fatalf("%q and %q are in different slots", key, twin)
 	}
 	for name, record := range map[string]func(string) string{"readers": wire.ReadersKey, "intents": wire.IntentKey,
-		"fence": wire.FenceKey, "term": wire.TermKey, "size": wire.SizeKey, "permit 0": func(k string) string { return wire.PermitKey(k, 0) }} {
+		"term": wire.TermKey, "size": wire.SizeKey, "permit 0": func(k string) string { return wire.PermitKey(k, 0) }} {
 		if record(key) == record(twin) {
 			t.Errorf("%q and %q share their %s record %q", key, twin, name, record(key))
 		}

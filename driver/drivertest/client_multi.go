@@ -65,7 +65,7 @@ func (s *suite) testLockAllKeys(t *testing.T) {
 	for i, srv := range cl.servers {
 		fences := map[string]bool{}
 		for _, key := range l.Keys() {
-			v, _ := srv.MustDo(t, "GET", wire.FenceKey(key)).(string)
+			v, _ := srv.MustDo(t, "HGET", wire.MarkerKey(key), wire.MarkerFence).(string)
 			fences[v] = true
 		}
 		if len(fences) != 1 {
@@ -227,7 +227,7 @@ func (s *suite) testLockAllInvalid(t *testing.T) {
 	for i := range many {
 		many[i] = "k" + strconv.Itoa(i)
 	}
-	for _, keys := range [][]string{nil, {}, {"a", ""}, {"a", "redlock:node"}, {"a", wire.FenceKey("b")}, many} {
+	for _, keys := range [][]string{nil, {}, {"a", ""}, {"a", "redlock:node"}, {"a", wire.MarkerKey("b")}, many} {
 		if _, err := c.TryLockAll(ctx, keys, time.Second); !errors.Is(err, redlock.ErrInvalid) {
 			t.Errorf("TryLockAll(%d keys %.40q): %v, want ErrInvalid", len(keys), keys, err)
 		}

@@ -749,7 +749,7 @@ func (s *suite) testRWInvalid(t *testing.T) {
 	cl := startCluster(t, 1, false)
 	c := s.client(t, cl.urls(), nil)
 	ctx := ctxT(t)
-	for _, key := range []string{"", wire.ReadersKey("x"), wire.IntentKey("x"), wire.FenceKey("x")} {
+	for _, key := range []string{"", wire.ReadersKey("x"), wire.IntentKey("x"), wire.MarkerKey("x")} {
 		rw := c.RWLock(key)
 		for _, f := range []func(context.Context, time.Duration) (*redlock.Lock, error){rw.RLock, rw.TryRLock, rw.Lock, rw.TryLock} {
 			if _, err := f(ctx, time.Second); !errors.Is(err, redlock.ErrInvalid) {

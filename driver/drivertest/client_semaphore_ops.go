@@ -114,7 +114,7 @@ func (s *suite) testSemaphoreOperator(t *testing.T) {
 	if _, err := op.Semaphore(key, 0).Inspect(ctx); !errors.Is(err, redlock.ErrInvalid) {
 		t.Errorf("Inspect of a semaphore of 0 permits: %v, want ErrInvalid", err)
 	}
-	if _, err := op.Semaphore(wire.FenceKey(key), n).Inspect(ctx); !errors.Is(err, redlock.ErrInvalid) {
+	if _, err := op.Semaphore(wire.ReadersKey(key), n).Inspect(ctx); !errors.Is(err, redlock.ErrInvalid) {
 		t.Errorf("Inspect of a semaphore on a reserved key: %v, want ErrInvalid", err)
 	}
 }

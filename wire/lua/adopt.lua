@@ -3,9 +3,9 @@
 --
 -- KEYS[1]          the lock key (a lock's, or an RW lock's writer)
 -- KEYS[2]          the RW lock's readers (see rw_read.lua)
--- KEYS[3]          the lock's fence counter
+-- KEYS[3]          the node marker of its slot (see node.lua), with the
+--                  slot's fence counter
 -- KEYS[4..3+n]     the slots of a semaphore on the key (slot 0 first)
--- KEYS[4+n..3+2n]  their fence counters, in the same order
 -- ARGV[1]          the token (without the owner label)
 -- ARGV[2]          n
 --
@@ -28,17 +28,17 @@ local function ours(v)
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local function counter(key)
-	return tonumber(redis.call('GET', key)) or 0
+local function counter()
+	return tonumber(redis.call('HGET', KEYS[3], 'fence')) or 0
 end
 local v = redis.call('GET', KEYS[1])
 if ours(v) then
-	return {1, 0, 0, math.max(redis.call('PTTL', KEYS[1]), 0), counter(KEYS[3]), v}
+	return {1, 0, 0, math.max(redis.call('PTTL', KEYS[1]), 0), counter(), v}
 end
 local live = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. string.format('%d', now), '+inf', 'WITHSCORES')
 for i = 1, #live, 2 do
 	if ours(live[i]) then
-		return {1, 1, 0, math.floor((tonumber(live[i + 1]) - now) / 1000), counter(KEYS[3]), live[i]}
+		return {1, 1, 0, math.floor((tonumber(live[i + 1]) - now) / 1000), counter(), live[i]}
 	end
 end
 local slots = {}
@@ -47,7 +47,7 @@ if n > 0 then
 end
 for i = 1, n do
 	if ours(slots[i]) then
-		return {1, 2, i - 1, math.max(redis.call('PTTL', KEYS[3 + i]), 0), counter(KEYS[3 + n + i]), slots[i]}
+		return {1, 2, i - 1, math.max(redis.call('PTTL', KEYS[3 + i]), 0), counter(), slots[i]}
 	end
 end
 if v and v ~= '=readers' then

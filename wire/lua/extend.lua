@@ -19,7 +19,9 @@ if v == ARGV[1] then
 	if KEYS[3] then
 		redis.call('PEXPIRE', KEYS[3], ARGV[2], 'GT')
 	end
-	hold(record(KEYS[2]), ARGV[1], now_us(), tonumber(ARGV[2]))
+	local st = record(KEYS[2])
+	hold(st, ARGV[1], now_us(), tonumber(ARGV[2]))
+	put(st)
 	return 1
 end
 if v then

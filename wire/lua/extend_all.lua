@@ -25,6 +25,8 @@ for i = 1, n do
 end
 local now = now_us()
 for i = n + 1, #KEYS do
-	hold(record(KEYS[i]), ARGV[1], now, tonumber(ARGV[2]))
+	local st = record(KEYS[i])
+	hold(st, ARGV[1], now, tonumber(ARGV[2]))
+	put(st)
 end
 return 1

@@ -83,13 +83,14 @@ local READERS = '=readers'
 -- On the common path, a marker up to date, the replication ID is only
 -- looked for in the INFO text; it is parsed only to write a marker.
 local function marker(key, now, promotions)
-	local m = redis.call('HMGET', key, 'start', 'quiet', 'until', 'who', 'until2', 'ttl2', 'lastsave', 'replid', 'v')
+	local m = redis.call('HMGET', key, 'start', 'quiet', 'until', 'who', 'until2', 'ttl2', 'lastsave', 'replid', 'v', 'fence')
 	if m[9] ~= FORMAT and (m[9] or m[1]) then
 		error({err = 'FORMAT redlock: this node holds redlock data of format ' .. tostring(m[9]) ..
 			', and this client keeps format ' .. FORMAT .. '; clients of two formats cannot share nodes'})
 	end
 	local st = {key = key, start = tonumber(m[1]), quiet = tonumber(m[2]) or 0,
-		hi = tonumber(m[3]) or 0, who = m[4] or '', hi2 = tonumber(m[5]) or 0, ttl2 = tonumber(m[6]) or 0}
+		hi = tonumber(m[3]) or 0, who = m[4] or '', hi2 = tonumber(m[5]) or 0, ttl2 = tonumber(m[6]) or 0,
+		fence = tonumber(m[10]) or 0}
 	local lastsave = redis.pcall('LASTSAVE')
 	if type(lastsave) ~= 'number' then
 		lastsave = 0 -- a server without LASTSAVE: rely on a missing marker
@@ -134,8 +135,9 @@ local function marker(key, now, promotions)
 	if not m[9] then
 		-- A new marker: no client before format 1 may keep data here.
 		local legacy = 'redlock:node:' .. string.sub(key, #'redlock:slot:' + 1)
-		local t = redis.call('TYPE', legacy)
-		if (t.ok or t) ~= 'none' and (t.ok or t) ~= 'string' then
+		-- HGET, which the least-privilege ACL allows: an earlier marker is
+		-- a hash with a start; format 1 leaves a string (WRONGTYPE).
+		if type(redis.pcall('HGET', legacy, 'start')) == 'string' then
 			error({err = 'FORMAT redlock: this node holds the data of a redlock client older than format 1 (' ..
 				legacy .. '); clients of two formats cannot share nodes: upgrade every client, then delete the old keys'})
 		end
@@ -176,30 +178,62 @@ local function standing(st, now, ttl, quarantine)
 	return age, left, wait
 end
 
--- hold records in the marker of st that token holds a grant in its slot
--- from now (µs) for ttl (ms), and returns the time left (ms) until every
--- grant the marker records could have ended.
+-- hold records in st, the record of a marker, that token holds a grant
+-- in its slot from now (µs) for ttl (ms), setting st.dirty when the
+-- marker's horizon must change (put writes it).
 local function hold(st, token, now, ttl)
 	local e = now + ttl * 1000
-	if not ((e <= st.hi2 and ttl <= st.ttl2) or (st.who == token and e <= st.hi)) then
-		if st.who == token then
-			st.hi = e
-		elseif ttl > 60000 and e > st.hi and e - st.hi2 > st.hi2 - now then
-			-- The grant of token who may still be held: its end joins the
-			-- rest.
-			if st.hi > now then
-				st.ttl2 = math.max(st.ttl2, math.ceil((st.hi - now) / 1000))
-			end
-			st.hi2 = math.max(st.hi, st.hi2)
-			st.hi, st.who = e, token
-		else
-			if st.hi2 <= now then
-				st.ttl2 = 0 -- every grant it covered has ended
-			end
-			st.hi2, st.ttl2 = math.max(st.hi2, e + ttl * 1000), math.max(st.ttl2, ttl)
-		end
-		redis.call('HSET', st.key, 'until', string.format('%d', st.hi), 'who', st.who,
-			'until2', string.format('%d', st.hi2), 'ttl2', st.ttl2)
+	if (e <= st.hi2 and ttl <= st.ttl2) or (st.who == token and e <= st.hi) then
+		return
 	end
-	return held(st, now)
+	st.dirty = true
+	if st.who == token then
+		st.hi = e
+	elseif ttl > 60000 and e > st.hi and e - st.hi2 > st.hi2 - now then
+		-- The grant of token who may still be held: its end joins the
+		-- rest.
+		if st.hi > now then
+			st.ttl2 = math.max(st.ttl2, math.ceil((st.hi - now) / 1000))
+		end
+		st.hi2 = math.max(st.hi, st.hi2)
+		st.hi, st.who = e, token
+	else
+		if st.hi2 <= now then
+			st.ttl2 = 0 -- every grant it covered has ended
+		end
+		st.hi2, st.ttl2 = math.max(st.hi2, e + ttl * 1000), math.max(st.ttl2, ttl)
+	end
+end
+
+-- put writes to the marker of st, in one call, fence as its counter
+-- unless fence is nil, and its horizon if hold changed it.
+local function put(st, fence)
+	local a = {}
+	if fence then
+		a[1], a[2] = 'fence', string.format('%d', fence)
+	end
+	if st.dirty then
+		a[#a + 1], a[#a + 2] = 'until', string.format('%d', st.hi)
+		a[#a + 1], a[#a + 2] = 'who', st.who
+		a[#a + 1], a[#a + 2] = 'until2', string.format('%d', st.hi2)
+		a[#a + 1], a[#a + 2] = 'ttl2', st.ttl2
+		st.dirty = false
+	end
+	if a[1] then
+		redis.call('HSET', st.key, unpack(a))
+	end
+end
+
+-- grant returns the fence of a grant to token in the slot of st at now
+-- (µs) for ttl (ms): max(counter + 1, node clock in µs), which becomes
+-- the slot's counter, written with the grant's horizon. It grows with
+-- every grant in the slot, and after the counter is lost (a restart, a
+-- flush) it still exceeds every earlier fence as long as the node's clock
+-- has not gone back. It is written with %d: tostring would print 1.8e+15.
+local function grant(st, token, now, ttl)
+	local fence = math.max(st.fence + 1, now)
+	st.fence = fence
+	hold(st, token, now, ttl)
+	put(st, fence)
+	return fence
 end

@@ -1,16 +1,15 @@
 -- release_all.lua: give up a lock on several keys on one node: what
--- release.lua does for each key.
+-- release.lua does for each key. Runs after counter.lua.
 --
--- KEYS[1..n]     the lock keys
--- KEYS[n+1..2n]  their fence counters, in the same order
--- KEYS[2n+1..]   the node markers of their hash slots, each slot once
--- ARGV[1..3]     as release.lua: value, the lock's fence, counter TTL
--- ARGV[4]        n
+-- KEYS[1..n]    the lock keys
+-- KEYS[n+1..]   the node markers of their hash slots, each slot once
+-- ARGV[1..2]    as release.lua: value, the lock's fence
+-- ARGV[3]       n
 --
--- Returns {status, told}: status 1 when some key held the token (every
--- such key is deleted), else -1 when some key holds another token, else
+-- Returns {status, told}: status 1 when some key held the value (every
+-- such key is deleted), else -1 when some key holds another value, else
 -- 0; told as in release.lua, summed over the keys.
-local n = tonumber(ARGV[4])
+local n = tonumber(ARGV[3])
 local deleted, foreign, told = 0, 0, 0
 for i = 1, n do
 	local v = redis.call('GET', KEYS[i])
@@ -25,13 +24,8 @@ for i = 1, n do
 		foreign = foreign + 1
 	end
 end
-if deleted > 0 then
-	for i = 2 * n + 1, #KEYS do
-		unhold(KEYS[i], ARGV[1])
-	end
-end
-for i = n + 1, 2 * n do
-	local err = raise(KEYS[i], ARGV[2], ARGV[3])
+for i = n + 1, #KEYS do
+	local err = settle(KEYS[i], ARGV[1], ARGV[2], deleted > 0)
 	if err then
 		return redis.error_reply(err)
 	end

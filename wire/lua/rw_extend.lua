@@ -25,5 +25,7 @@ redis.call('PEXPIRE', KEYS[1], keep)
 if redis.call('GET', KEYS[3]) == READERS then
 	redis.call('PEXPIRE', KEYS[3], keep)
 end
-hold(record(KEYS[2]), ARGV[1], now, tonumber(ARGV[2]))
+local st = record(KEYS[2])
+hold(st, ARGV[1], now, tonumber(ARGV[2]))
+put(st)
 return 1
