@@ -151,18 +151,24 @@
 //
 // # Keys
 //
-// Besides each lock key, the client writes the lock's fence counter
-// ([wire.FenceKey]), which expires Options.FenceRetention (ten TTLs, at
-// least a minute, by default) after the last grant or release, and, per Redis Cluster hash slot, a hash ([wire.MarkerKey])
-// with the process start time, the largest TTL used in the slot, the last
-// LASTSAVE and the replication ID seen. Both hash to the lock key's slot,
-// so that every script's keys are in one slot, as a cluster node requires,
-// for any key. A semaphore's slots ([wire.PermitKey]) and an election's
-// term record ([wire.TermKey]) are named the same way. Lock keys named
-// like them ("redlock:fence:…", "redlock:node…", "redlock:permit:…",
-// "redlock:term:…", "redlock:readers:…", "redlock:intent:…") are rejected; [CheckKey] says whether a key may be
-// locked. A lock key's value is the acquisition's random token, a space
-// and the owner's label (Options.Owner).
+// Besides each lock key, the client keeps, per Redis Cluster hash slot, a
+// hash ([wire.MarkerKey], "redlock:slot:{T}") with the format of the data
+// ([wire.Format]), the slot's fence counter, the process start time, how
+// long the locks granted in the slot may still be held, the last LASTSAVE
+// and the replication ID seen: a released lock leaves no record of its
+// key. The marker hashes to the lock key's slot, so that every script's
+// keys are in one slot, as a cluster node requires, for any key. A
+// semaphore's slots ([wire.PermitKey]) and size ([wire.SizeKey]), an
+// election's term record ([wire.TermKey]) and a read-write lock's readers
+// and intents are named from the lock key, one to one: a key with its own
+// hash tag behind "=", any other behind its slot's tag. Lock keys named
+// like them ("redlock:slot:…", "redlock:node…", "redlock:fence:…",
+// "redlock:permit:…", "redlock:size:…", "redlock:term:…",
+// "redlock:readers:…", "redlock:intent:…") are rejected; [CheckKey] says
+// whether a key may be locked. A lock key's value is the acquisition's
+// random token ([Lock.Token], one shell word), a space and the owner's
+// label (Options.Owner); while readers hold an [RWLock], it is
+// "=readers", so that no lock is granted beside them.
 //
 // # Semaphores
 //
