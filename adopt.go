@@ -9,9 +9,9 @@ import (
 	"github.com/quorumlock/redlock/wire"
 )
 
-// maxTokenLen is the longest token that Adopt takes: a token's 32
-// characters, a space and an owner label of at most maxOwnerLen bytes.
-const maxTokenLen = 33 + maxOwnerLen
+// tokenLen is the length of every token (Lock.Token): 24 random bytes in
+// 32 characters of URL-safe base64, one shell word. Adopt takes no other.
+const tokenLen = wire.TokenLen
 
 // Adopt takes over the hold on key that token has, for a process that did
 // not obtain it: a dispatcher hands a lock to the worker that finishes the
@@ -53,8 +53,8 @@ const maxTokenLen = 33 + maxOwnerLen
 // (the hold is gone, or never was), ErrExpired when a quorum holds the token
 // but for less than the drift allowance, and ErrNoQuorum or ErrRefused
 // when too few nodes answered. An empty key, a reserved key, or a token
-// that is empty or longer than 97 bytes gives an error wrapping
-// ErrInvalid before any node is asked.
+// that is not what Lock.Token returns (32 characters of URL-safe base64)
+// gives an error wrapping ErrInvalid before any node is asked.
 func (c *Client) Adopt(ctx context.Context, key, token string) (l *Lock, err error) {
 	ctx, ev := c.hooks.begin(ctx, "adopt", key)
 	defer func() {
@@ -69,8 +69,8 @@ func (c *Client) Adopt(ctx context.Context, key, token string) (l *Lock, err err
 	switch {
 	case token == "":
 		return nil, invalidf("empty token")
-	case len(token) > maxTokenLen:
-		return nil, invalidf("a token of %d bytes; the longest is %d", len(token), maxTokenLen)
+	case !wire.ValidToken(token):
+		return nil, invalidf("a malformed token of %d bytes: a token is %d characters of URL-safe base64, as Lock.Token returns it", len(token), tokenLen)
 	}
 	if err := expired(ctx); err != nil {
 		return nil, &OpError{Op: "adopt", Key: key, Quorum: c.quorum, ctxErr: err}
@@ -87,12 +87,13 @@ func (c *Client) Adopt(ctx context.Context, key, token string) (l *Lock, err err
 	// one kind: a token holds in one way only.
 	var left []time.Duration
 	var fence int64
+	var owner string
 	kind := wire.Exclusive
 	for i, res := range r.results {
 		if res.Outcome == observe.OutcomeOK && r.decoded[i].Slot == slot {
 			left = append(left, r.decoded[i].TTL)
 			fence = max(fence, res.Fence)
-			kind = r.decoded[i].Kind
+			kind, owner = r.decoded[i].Kind, r.decoded[i].Owner
 		}
 	}
 	var e *OpError
@@ -110,7 +111,9 @@ func (c *Client) Adopt(ctx context.Context, key, token string) (l *Lock, err err
 				// for the token in each (see Set.Release).
 				ks.Permits, ks.Slot = wire.MaxPermits, slot
 			}
-			l = &Lock{c: c, ks: ks, token: token, ttl: max(rest.Truncate(time.Millisecond), time.Millisecond),
+			// The nodes hold the token beside its owner's label, and so
+			// do the calls of the hold.
+			l = &Lock{c: c, ks: ks, token: wire.Value(token, owner), ttl: max(rest.Truncate(time.Millisecond), time.Millisecond),
 				fence: fence, start: r.start, until: until, last: r}
 		} else {
 			e = &OpError{Err: ErrExpired}

@@ -25,7 +25,7 @@ func init() {
 	clientx.CheckSlot = checkSlot
 	clientx.Limits.Keys = maxKeys
 	clientx.Limits.OwnerLen = maxOwnerLen
-	clientx.Limits.TokenLen = maxTokenLen
+	clientx.Limits.TokenLen = tokenLen
 	clientx.Limits.Permits = maxPermits
 }
 

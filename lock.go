@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -28,7 +29,7 @@ import (
 type Lock struct {
 	c     *Client
 	ks    keyset // what the lock is on; ks.Name is its key
-	token string
+	token string // the value on the nodes: the token, a space, the owner's label
 	ttl   time.Duration
 	fence int64
 	start time.Time // when the acquiring round began
@@ -64,11 +65,41 @@ func (l *Lock) Key() string { return l.ks.Name }
 // or those of LockAll without repeats.
 func (l *Lock) Keys() []string { return l.ks.All() }
 
-// Token returns the value that marks this acquisition on the nodes: a
-// random token and, after a space, the owner's label (Options.Owner). It
-// is the lock's secret: whoever knows it can release the lock. Show ID
-// instead.
-func (l *Lock) Token() string { return l.token }
+// Token returns the random token that marks this acquisition on the
+// nodes: 32 characters of URL-safe base64, one shell word, which
+// Client.Adopt takes. It is the lock's secret: whoever knows it can
+// release the lock. Show ID instead; String, GoString and LogValue do.
+//
+// The nodes keep the owner's label (Options.Owner) beside the token, for
+// Inspect; it is not part of the token.
+func (l *Lock) Token() string { return wire.Token(l.token) }
+
+// String returns the lock's key and ID, never its token: a Lock printed
+// with the fmt verbs %v, %+v and %s shows this.
+func (l *Lock) String() string {
+	if l == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("redlock.Lock{key: %q, id: %s}", l.ks.Name, l.ID())
+}
+
+// GoString returns the lock's key and ID, never its token: what %#v
+// shows.
+func (l *Lock) GoString() string {
+	if l == nil {
+		return "(*redlock.Lock)(nil)"
+	}
+	return fmt.Sprintf("&redlock.Lock{key: %q, id: %q}", l.ks.Name, l.ID())
+}
+
+// LogValue returns the lock's key and ID, never its token, as a group of
+// two attributes, key and id, for log/slog.
+func (l *Lock) LogValue() slog.Value {
+	if l == nil {
+		return slog.StringValue("<nil>")
+	}
+	return slog.GroupValue(slog.String("key", l.ks.Name), slog.String("id", l.ID()))
+}
 
 // ID returns a short name of the acquisition, the first 12 hex digits of
 // the SHA-1 of its token: what Inspect and ForceRelease show as the holder.

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
@@ -15,7 +16,7 @@ import (
 
 // memoryRWArity holds the numbers of keys and arguments of each script.
 var memoryRWArity = map[string][2]int{
-	"rw_read": {5, 4}, "rw_write": {5, 6}, "rw_release": {2, 4}, "rw_drop": {1, 2}, "adopt": {3 + 2*wire.MaxPermits, 2},
+	"rw_read": {4, 3}, "rw_write": {4, 5}, "rw_release": {3, 2}, "rw_drop": {1, 2}, "adopt": {3 + wire.MaxPermits, 2},
 }
 
 // evalRW runs the script name, one of those of memoryRWArity. n.mu must
@@ -50,21 +51,21 @@ func (n *memoryNode) evalRW(now time.Time, name string, keys, args []string) (an
 		if old, ok := n.counter(now, keys[3]); ok && old >= fence {
 			fence = old
 		} else {
-			n.set(now, keys[3], strconv.FormatInt(fence, 10), num(3))
+			n.set(now, keys[3], strconv.FormatInt(fence, 10), counterTTL)
 		}
 		return []any{int64(1), fence, age, n.maxTTL}, nil
 	case "rw_write":
 		readers, intents := n.live(now, keys[1]), n.live(now, keys[2])
 		if len(readers) > 0 {
-			intents[args[4]] = now.Add(time.Duration(num(5)) * time.Millisecond)
+			intents[args[3]] = now.Add(time.Duration(num(4)) * time.Millisecond)
 			age := max(now.Sub(n.started).Milliseconds(), 0)
 			return []any{int64(0), int64(1), age, max(n.maxTTL, num(1))}, nil
 		}
-		r := n.acquire(now, []string{keys[0], keys[3]}, token, num(1), 0, num(3))
+		r := n.acquire(now, []string{keys[0], keys[3]}, token, num(1), 0)
 		if r[0] == int64(1) {
-			delete(intents, args[4])
+			delete(intents, args[3])
 		} else {
-			intents[args[4]] = now.Add(time.Duration(num(5)) * time.Millisecond)
+			intents[args[3]] = now.Add(time.Duration(num(4)) * time.Millisecond)
 		}
 		return r, nil
 	case "rw_release":
@@ -73,8 +74,8 @@ func (n *memoryNode) evalRW(now time.Time, name string, keys, args []string) (an
 			delete(readers, token)
 			status = 1
 		}
-		if c, ok := n.counter(now, keys[1]); !ok || c < num(1) {
-			n.set(now, keys[1], args[1], num(2))
+		if c, ok := n.counter(now, keys[2]); !ok || c < num(1) {
+			n.set(now, keys[2], args[1], counterTTL)
 		}
 		return []any{status, int64(0)}, nil
 	case "rw_drop":
@@ -86,15 +87,18 @@ func (n *memoryNode) evalRW(now time.Time, name string, keys, args []string) (an
 		return []any{status, int64(0)}, nil
 	}
 	// adopt: the lock key, or the readers; the Examples hold no permits.
+	// The token holds where a value starts with it and a space.
 	c, _ := n.counter(now, keys[2])
 	if held, ok := n.get(now, keys[0]); ok {
-		if held.s == token {
-			return []any{int64(1), int64(0), int64(0), held.expires.Sub(now).Milliseconds(), c}, nil
+		if strings.HasPrefix(held.s, token+" ") {
+			return []any{int64(1), int64(0), int64(0), held.expires.Sub(now).Milliseconds(), c, held.s}, nil
 		}
 		return []any{int64(-1), int64(0), int64(0), held.expires.Sub(now).Milliseconds(), int64(0)}, nil
 	}
-	if exp, ok := n.live(now, keys[1])[token]; ok {
-		return []any{int64(1), int64(1), int64(0), exp.Sub(now).Milliseconds(), c}, nil
+	for v, exp := range n.live(now, keys[1]) {
+		if strings.HasPrefix(v, token+" ") {
+			return []any{int64(1), int64(1), int64(0), exp.Sub(now).Milliseconds(), c, v}, nil
+		}
 	}
 	return []any{int64(0), int64(0), int64(0), int64(0), int64(0)}, nil
 }

@@ -56,7 +56,11 @@ func newMemoryNode(name string) *memoryNode {
 func (n *memoryNode) Name() string { return n.name }
 
 // memoryArity holds the numbers of keys and arguments of each script.
-var memoryArity = map[string][2]int{"acquire": {3, 4}, "release": {2, 3}, "extend": {2, 2}}
+var memoryArity = map[string][2]int{"acquire": {2, 3}, "release": {2, 2}, "extend": {2, 2}}
+
+// counterTTL is how long a memoryNode keeps a fence counter, in ms: as
+// long as it runs, as a node keeps its markers.
+const counterTTL = 1 << 40
 
 // Eval runs the script with the given name. Another script, or keys or
 // arguments that it does not take, give a *driver.ReplyError.
@@ -90,19 +94,19 @@ func (n *memoryNode) Eval(ctx context.Context, script *driver.Script, keys, args
 	now := time.Now()
 	switch name {
 	case "acquire":
-		return n.acquire(now, keys, token, v[0], v[1], v[2]), nil
+		return n.acquire(now, keys, token, v[0], v[1]), nil
 	case "release":
-		return n.release(now, keys, token, v[0], v[1]), nil
+		return n.release(now, keys, token, v[0]), nil
 	}
 	return n.extend(now, keys, token, v[0]), nil
 }
 
-// acquire does what acquire.lua does. The keys are the lock key, its fence
-// counter and the node marker, which a memoryNode ignores: it keeps one
-// largest TTL for all keys. The durations are in ms. It returns {1, fence,
+// acquire does what acquire.lua does. The keys are the lock key and the
+// node marker, under which a memoryNode keeps the fence counter; it keeps
+// one largest TTL for all keys. The durations are in ms. It returns {1, fence,
 // age, maxttl} when the key now holds token, {0, pttl, age, maxttl} when
 // another token holds it, and {-1, wait, age, maxttl} in quarantine.
-func (n *memoryNode) acquire(now time.Time, keys []string, token string, ttl, quarantine, fenceTTL int64) []any {
+func (n *memoryNode) acquire(now time.Time, keys []string, token string, ttl, quarantine int64) []any {
 	n.maxTTL = max(n.maxTTL, ttl, quarantine)
 	age := max(now.Sub(n.started).Milliseconds(), 0)
 	if quarantine > 0 && age < n.maxTTL {
@@ -117,7 +121,7 @@ func (n *memoryNode) acquire(now time.Time, keys []string, token string, ttl, qu
 		if old, ok := n.counter(now, keys[1]); ok && old >= fence {
 			fence = old + 1
 		}
-		n.set(now, keys[1], strconv.FormatInt(fence, 10), fenceTTL)
+		n.set(now, keys[1], strconv.FormatInt(fence, 10), counterTTL)
 		return []any{int64(1), fence, age, n.maxTTL}
 	case held.s == token: // a retry of a grant that token already got
 		fence, _ := n.counter(now, keys[1])
@@ -126,12 +130,12 @@ func (n *memoryNode) acquire(now time.Time, keys []string, token string, ttl, qu
 	return []any{int64(0), held.expires.Sub(now).Milliseconds(), age, n.maxTTL}
 }
 
-// release does what release.lua does. The keys are the lock key and its
-// fence counter. It returns {status, woke}: status 1 when the key held
+// release does what release.lua does. The keys are the lock key and the
+// node marker, with the fence counter. It returns {status, woke}: status 1 when the key held
 // token and was deleted, 0 when it was absent, -1 when another token holds
 // it; woke is always 0, as a memoryNode announces nothing. Whatever the
 // key holds, the counter is raised to at least fence.
-func (n *memoryNode) release(now time.Time, keys []string, token string, fence, fenceTTL int64) []any {
+func (n *memoryNode) release(now time.Time, keys []string, token string, fence int64) []any {
 	status := int64(0)
 	if held, ok := n.get(now, keys[0]); ok && held.s == token {
 		delete(n.keys, keys[0])
@@ -140,7 +144,7 @@ func (n *memoryNode) release(now time.Time, keys []string, token string, fence, 
 		status = -1
 	}
 	if c, ok := n.counter(now, keys[1]); !ok || c < fence {
-		n.set(now, keys[1], strconv.FormatInt(fence, 10), fenceTTL)
+		n.set(now, keys[1], strconv.FormatInt(fence, 10), counterTTL)
 	}
 	return []any{status, int64(0)}
 }

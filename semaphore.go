@@ -2,8 +2,11 @@ package redlock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/wire"
 )
 
@@ -25,8 +28,10 @@ import (
 // largest fence it has seen per slot (Permit.Slot) and turns away the
 // writes of a holder whose slot has since been taken again.
 //
-// Every user of a semaphore must give it the same n: a Client that asks
-// for more permits uses slots the others do not look at.
+// Every user of a semaphore must give it the same n. The nodes record n
+// beside the permits, and while permits of one n are held, a round that
+// asks for another is refused with an error wrapping ErrInvalid that names
+// both.
 //
 // A Semaphore is safe for concurrent use. Acquire waits as Lock does: a
 // release of a slot wakes the waiters, and one Client's goroutines queue
@@ -63,9 +68,34 @@ func (s *Semaphore) obtain(ctx context.Context, ttl time.Duration, wait bool) (*
 	ks := keyset{Set: wire.Set{Name: s.key, Permits: s.n, Slot: -1}}
 	l, err := s.c.obtain(ctx, ks, checkSemaphore(s.key, s.n), ttl, wait)
 	if err != nil {
+		if held, ok := sizeHeld(err); ok {
+			var e *OpError
+			errors.As(err, &e)
+			e.Err, e.ctxErr = invalidf("the nodes hold permits of a semaphore of %d on the key, not of %d", held, s.n), nil
+		}
 		return nil, err
 	}
 	return &Permit{l}, nil
+}
+
+// sizeHeld returns the size of a semaphore that the nodes hold permits of,
+// when err is an *OpError in which a node refused a permit because of it
+// (see lua/acquire_permit.lua).
+func sizeHeld(err error) (int, bool) {
+	var e *OpError
+	if !errors.As(err, &e) {
+		return 0, false
+	}
+	for _, res := range e.Nodes {
+		var reply *driver.ReplyError
+		var held, asked int
+		if errors.As(res.Err, &reply) {
+			if _, err := fmt.Sscanf(reply.Msg, "INVALID redlock: semaphore size %d held, %d asked", &held, &asked); err == nil {
+				return held, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // A Permit is one held permit of a Semaphore: a Lock on the permit's slot,

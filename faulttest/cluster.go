@@ -458,6 +458,7 @@ func readProbe(ns *NodeSample, v any, err error) {
 	}
 	ns.Reached = true
 	ns.Value, _ = a[0].(string)
+	ns.Value = wire.Token(ns.Value) // a lock's token, without the owner label beside it
 	if pexp := atoi(a[1]); pexp >= 0 && ns.Value != "" {
 		nodeNowUs := atoi(a[2])*1_000_000 + atoi(a[3])
 		ns.Expires = ns.At + Mono(time.Duration(pexp*1000-nodeNowUs)*time.Microsecond)
@@ -865,7 +866,7 @@ func (n *tapNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 func (n *tapNode) EvalBatch(ctx context.Context, calls []driver.Call) {
 	for _, c := range calls {
 		if acquires(c.Script) && len(c.Args) > 0 {
-			n.cl.noteRound(c.Args[0])
+			n.cl.noteRound(wire.Token(c.Args[0]))
 		}
 	}
 	n.mu.Lock()
@@ -892,7 +893,7 @@ func (n *tapNode) EvalBatch(ctx context.Context, calls []driver.Call) {
 	late := bounded && time.Now().After(deadline)
 	for _, c := range calls {
 		if acquires(c.Script) && len(c.Args) > 0 && !timedOut(c.Err) && !late {
-			n.cl.noteSettled(c.Args[0], n.i)
+			n.cl.noteSettled(wire.Token(c.Args[0]), n.i)
 		}
 	}
 }

@@ -122,8 +122,15 @@ func (c *Cluster) noteRW(key string, ttl, intentTTL time.Duration) {
 const readersProbeScript = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local out = {tonumber(t[1]), tonumber(t[2])}
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', now), '+inf', 'WITHSCORES')
 for _, tok in ipairs(ARGV) do
-	local s = tonumber(redis.call('ZSCORE', KEYS[1], tok))
+	-- A reader's member is its token, a space and its owner's label.
+	local s
+	for i = 1, #live, 2 do
+		if string.sub(live[i], 1, #tok + 1) == tok .. ' ' then
+			s = tonumber(live[i + 1])
+		end
+	end
 	if s and s > now then
 		out[#out + 1] = tok
 		out[#out + 1] = math.floor(s)

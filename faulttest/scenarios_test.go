@@ -566,7 +566,7 @@ func latencyEatsValidity(r *run) {
 	fences := func() []string {
 		f := make([]string, r.c.N())
 		for i := range f {
-			v, _ := r.c.Server(i).Do("GET", wire.FenceKey("ft:lock"))
+			v, _ := r.c.Server(i).Do("HGET", wire.MarkerKey("ft:lock"), wire.MarkerFence)
 			f[i], _ = v.(string)
 		}
 		return f

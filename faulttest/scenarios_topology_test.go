@@ -124,7 +124,7 @@ func lockFencedAhead(r *run, cl *Client, key string, ttl, skew time.Duration) *H
 	r.Helper()
 	for range 10 {
 		hl := lockEverywhere(r, cl, ttl, nil)
-		counter, err := r.c.Server(0).Do("GET", wire.FenceKey(key))
+		counter, err := r.c.Server(0).Do("HGET", wire.MarkerKey(key), wire.MarkerFence)
 		if err != nil {
 			r.Fatal(err)
 		}
@@ -203,7 +203,7 @@ func failover(r *run, quarantine bool, ttlA time.Duration, promote func()) {
 	// (A contender without quarantine may have its own grant there by
 	// now.)
 	for i := range 2 {
-		if v, _ := r.c.Server(i).Do("GET", key); v == ha.L.Token() {
+		if v, _ := r.c.Server(i).Do("GET", key); v != nil && wire.Token(v.(string)) == ha.L.Token() {
 			r.Fatalf("the promoted replica of node %d holds a's lock: its replication stream was not cut", i)
 		}
 	}

@@ -22,6 +22,11 @@ type Call struct {
 	Undo func(fence int64, fenceTTL time.Duration) Call
 }
 
+// The fence counters are kept per cluster hash slot, in the node marker
+// (lua/node.lua): a lock leaves no record of its key on a node once it is
+// released. The fenceTTL that Acquire, Release, Undo and Force take is no
+// longer sent; the counters live as long as the marker.
+
 // MaxPermits is the largest number of slots of a semaphore.
 const MaxPermits = 128
 
@@ -45,25 +50,25 @@ type Set struct {
 	Intent    string
 	IntentTTL time.Duration
 
-	// names holds, for one key made by One, the key, its fence counter
-	// and its marker, named once for every call of the lock. The calls
-	// share it: a prefix is cut with its capacity, so that a Node that
-	// appends to a call's keys cannot write into it.
+	// names holds, for one key made by One, the key and its marker,
+	// named once for every call of the lock. The calls share it, cut
+	// to its capacity, so that a Node that appends to a call's keys
+	// cannot write into it.
 	names []string
 }
 
 // One returns the set of the one key, its records named once for all the
 // calls of a lock on it.
 func One(key string) Set {
-	return Set{Name: key, names: []string{key, FenceKey(key), MarkerKey(key)}}
+	return Set{Name: key, names: []string{key, MarkerKey(key)}}
 }
 
-// one returns a set of one key's key, fence counter and marker.
+// one returns a set of one key's key and marker.
 func (s Set) one() []string {
 	if s.names != nil {
-		return s.names
+		return s.names[:2:2]
 	}
-	return []string{s.Name, FenceKey(s.Name), MarkerKey(s.Name)}
+	return []string{s.Name, MarkerKey(s.Name)}
 }
 
 // All returns the set's keys: the one key, or several; a semaphore's key.
@@ -96,20 +101,20 @@ func (s Set) Channels() []string {
 // node's Age and the largest TTL it records, MaxTTL. Its Undo is the
 // Release of the set with token.
 func (s Set) Acquire(token string, ttl, quarantine, fenceTTL time.Duration) Call {
-	args := []string{token, ms(ttl), ms(quarantine), ms(fenceTTL)}
+	args := []string{token, ms(ttl), ms(quarantine)}
 	c := Call{Script: acquireScript, Args: args, Decode: decodeAcquire}
 	switch {
 	case s.Kind != Exclusive:
 		c = s.acquireRW(args)
 	case s.Permits > 0:
 		c.Script, c.Decode = acquirePermitScript, decodePermit
-		c.Keys = append(s.slots(), MarkerKey(s.Name))
+		c.Keys = append(s.slots(), MarkerKey(s.Name), SizeKey(s.Name))
 		c.Args = append(args, strconv.Itoa(s.Permits), strconv.Itoa(mathrand.IntN(s.Permits)))
 	case s.Keys == nil:
 		c.Keys = s.one()
 	default:
 		c.Script = acquireAllScript
-		c.Keys, c.Args = s.with(true, true), append(args, strconv.Itoa(len(s.Keys)))
+		c.Keys, c.Args = s.with(), append(args, strconv.Itoa(len(s.Keys)))
 	}
 	c.Undo = func(fence int64, fenceTTL time.Duration) Call { return s.undo(token, fence, fenceTTL) }
 	return c
@@ -137,16 +142,16 @@ func (s Set) undo(token string, fence int64, fenceTTL time.Duration) Call {
 // Taken when another token holds them; Woke counts the waiters told, and
 // Free a semaphore's free slots after the release.
 func (s Set) Release(token string, fence int64, fenceTTL time.Duration) Call {
-	args := []string{token, strconv.FormatInt(fence, 10), ms(fenceTTL)}
+	args := []string{token, strconv.FormatInt(fence, 10)}
 	switch {
 	case s.Kind == Reader:
 		return s.releaseReader(args)
 	case s.Permits > 0:
-		return Call{Script: releasePermitScript, Keys: s.slots(), Args: append(args, strconv.Itoa(s.Permits), strconv.Itoa(s.Slot), s.Name), Decode: decodeReleasePermit}
+		return Call{Script: releasePermitScript, Keys: append(s.slots(), SizeKey(s.Name), MarkerKey(s.Name)), Args: append(args, strconv.Itoa(s.Permits), strconv.Itoa(s.Slot), s.Name), Decode: decodeReleasePermit}
 	case s.Keys == nil:
-		return Call{Script: releaseScript, Keys: s.one()[:2:2], Args: args, Decode: decodeRelease}
+		return Call{Script: releaseScript, Keys: s.one(), Args: args, Decode: decodeRelease}
 	}
-	return Call{Script: releaseAllScript, Keys: s.with(true, false), Args: append(args, strconv.Itoa(len(s.Keys))), Decode: decodeRelease}
+	return Call{Script: releaseAllScript, Keys: s.with(), Args: append(args, strconv.Itoa(len(s.Keys))), Decode: decodeRelease}
 }
 
 // Extend returns the call that sets the set's time to live to ttl where
@@ -160,39 +165,30 @@ func (s Set) Extend(token string, ttl time.Duration) Call {
 	case s.Kind == Reader:
 		return s.extendReader(args)
 	case s.Permits > 0:
-		return Call{Script: extendScript, Keys: []string{PermitKey(s.Name, s.Slot), MarkerKey(s.Name)}, Args: args, Decode: decodeStatus}
+		return Call{Script: extendScript, Keys: []string{PermitKey(s.Name, s.Slot), MarkerKey(s.Name), SizeKey(s.Name)}, Args: args, Decode: decodeStatus}
 	case s.Keys == nil:
-		return Call{Script: extendScript, Keys: []string{s.Name, MarkerKey(s.Name)}, Args: args, Decode: decodeStatus}
+		return Call{Script: extendScript, Keys: s.one(), Args: args, Decode: decodeStatus}
 	}
-	return Call{Script: extendAllScript, Keys: s.with(false, true), Args: append(args, strconv.Itoa(len(s.Keys))), Decode: decodeStatus}
+	return Call{Script: extendAllScript, Keys: s.with(), Args: append(args, strconv.Itoa(len(s.Keys))), Decode: decodeStatus}
 }
 
-// slots returns a semaphore's slot keys, then their fence counters.
+// slots returns a semaphore's slot keys.
 func (s Set) slots() []string {
-	out := make([]string, 2*s.Permits, 2*s.Permits+1)
+	out := make([]string, s.Permits, s.Permits+2)
 	for i := range s.Permits {
 		out[i] = PermitKey(s.Name, i)
-		out[s.Permits+i] = FenceKey(out[i])
 	}
 	return out
 }
 
-// with returns the keys, then their fence counters if fences, then the
-// markers of their slots, each slot once, if markers.
-func (s Set) with(fences, markers bool) []string {
+// with returns the keys, then the markers of their slots, each slot once.
+func (s Set) with() []string {
 	out := append([]string(nil), s.Keys...)
-	if fences {
-		for _, key := range s.Keys {
-			out = append(out, FenceKey(key))
-		}
-	}
-	if markers {
-		seen := make(map[string]bool, 1)
-		for _, key := range s.Keys {
-			if m := MarkerKey(key); !seen[m] {
-				seen[m] = true
-				out = append(out, m)
-			}
+	seen := make(map[string]bool, 1)
+	for _, key := range s.Keys {
+		if m := MarkerKey(key); !seen[m] {
+			seen[m] = true
+			out = append(out, m)
 		}
 	}
 	return out
@@ -211,7 +207,7 @@ func Probe() Call {
 // MaxTTL of the slot's records (Age -1 without records), and the Clock in
 // µs.
 func Inspect(key string) Call {
-	return Call{Script: inspectScript, Keys: []string{key, FenceKey(key), MarkerKey(key)}, Decode: decodeInspect}
+	return Call{Script: inspectScript, Keys: []string{key, MarkerKey(key)}, Decode: decodeInspect}
 }
 
 // Force returns the call that deletes key whatever token holds it, unless
@@ -220,7 +216,7 @@ func Inspect(key string) Call {
 // waitKey. Its reply: OK with what the key held before (Holder, Owner,
 // TTL) and Woke, the waiters told.
 func Force(key string, floor int64, fenceTTL time.Duration, waitKey string) Call {
-	return Call{Script: forceScript, Keys: []string{key, FenceKey(key)}, Args: []string{strconv.FormatInt(floor, 10), ms(fenceTTL), waitKey}, Decode: decodeForce}
+	return Call{Script: forceScript, Keys: []string{key, MarkerKey(key)}, Args: []string{strconv.FormatInt(floor, 10), waitKey}, Decode: decodeForce}
 }
 
 // Elect returns the call that records, where key holds token, the lock's

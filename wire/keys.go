@@ -11,27 +11,34 @@ import (
 // touches the lock key and some of these records, and a Redis Cluster node
 // runs a script only if all its keys are in one hash slot (else
 // CROSSSLOT). So each record is named to hash to the slot of the lock key
-// it serves, whatever bytes that key holds.
+// it serves, whatever bytes that key holds, and no two lock keys share a
+// record.
 //
 // Redis hashes a key by its hash tag, the bytes between the first "{" and
 // the first "}" after it, when there are any; else by the whole key. A lock
-// key with a tag keeps its fence counter's name, "redlock:fence:" + key,
-// which has the same tag. Any other key gets "redlock:fence:{T}" + key,
-// where T is the slot's tag: four bytes from "@" to "O" whose CRC16 is the
-// key's slot (see slotTag). The node's marker is one hash per slot,
-// "redlock:node:{T}": at most 16384 of them, however many keys are locked.
+// key with a tag gets records named prefix + "=" + key, which have the
+// same tag. Any other key gets prefix + "{T}" + key, where T is the slot's
+// tag: four bytes from "@" to "O" whose CRC16 is the key's slot (see
+// slotTag). The "=" and the "{" keep the two kinds apart: without them, the
+// records of "abc" and of "{T}abc" would be the same keys. The node's
+// marker is one hash per slot, "redlock:slot:{T}": at most 16384 of them,
+// however many keys are locked.
 const (
-	fencePrefix  = "redlock:fence:"  // each lock's fence counter
-	markerPrefix = "redlock:node:"   // each slot's node marker
+	fencePrefix  = "redlock:fence:"  // earlier formats' fence counters; reserved
+	markerPrefix = "redlock:slot:"   // each slot's node marker
 	permitPrefix = "redlock:permit:" // each slot of a semaphore
+	sizePrefix   = "redlock:size:"   // each semaphore's number of slots
 	termPrefix   = "redlock:term:"   // each election's term record
 	// The records of a read-write lock besides its key, which holds the
 	// writer (see lua/rw_read.lua).
 	readersPrefix = "redlock:readers:" // each RW lock's readers
 	intentPrefix  = "redlock:intent:"  // each RW lock's waiting writers
 	// legacyMarker is a name that earlier releases wrote a node marker
-	// under; no lock may take it.
+	// under, and legacyPrefix the prefix of the names they wrote markers
+	// under later, where format 1 leaves a string that fails their
+	// scripts (see lua/node.lua); no lock may take them.
 	legacyMarker = "redlock:node"
+	legacyPrefix = "redlock:node:"
 
 	releasedPrefix = "redlock:released:" // the channel of each key's releases
 	leaderPrefix   = "redlock:leader:"   // the channel of each election's new leaders
@@ -43,22 +50,36 @@ const (
 	// MarkerStart is when the node's process started, or was promoted
 	// from replica to master, in microseconds of the node's clock.
 	MarkerStart = "start"
-	// MarkerMaxTTL is the largest lock TTL used in the slot since then,
-	// in milliseconds.
-	MarkerMaxTTL = "maxttl"
+	// MarkerUntil is how long a lock granted in the slot may be held, in
+	// microseconds of the node's clock: the latest end of any grant or
+	// extension the marker records (see lua/node.lua).
+	MarkerUntil = "until"
+	// MarkerQuiet is when the quarantine that the last start imposed
+	// ends, in microseconds of the node's clock: the MarkerUntil that the
+	// marker recorded before the start.
+	MarkerQuiet = "quiet"
 	// MarkerReplID is the replication ID the marker last saw.
 	MarkerReplID = "replid"
+	// MarkerFormat is the version of the data on the node, Format.
+	MarkerFormat = "v"
+	// MarkerFence is the slot's fence counter: the largest fence the
+	// node has drawn or a release has raised it to.
+	MarkerFence = "fence"
 )
 
-// FenceKey returns the name of the counter from which a node draws the
-// fences of the lock on key. It hashes to the same cluster slot as key.
-func FenceKey(key string) string {
-	return inSlot(fencePrefix, key)
-}
+// Format is the version of the data that this client keeps on the nodes:
+// the names and values of its records. A node serves clients of one format
+// only; a client refuses, with a FORMAT error reply, to use a node that
+// holds data of another (see lua/node.lua).
+const (
+	Format = 1
+)
 
-// MarkerKey returns the name of the hash in which a node records when its
-// process started, the largest TTL used on it and its replication ID, for
-// the locks in key's cluster slot. It hashes to the same slot as key.
+// MarkerKey returns the name of the hash in which a node records, for the
+// locks in key's cluster slot, when its process started, how long the
+// locks granted may be held, its replication ID, the data's Format and
+// the fence counter from which it draws the locks' fences. It hashes to
+// the same slot as key.
 func MarkerKey(key string) string {
 	var b [len(markerPrefix) + 6]byte
 	copy(b[:], markerPrefix+"{")
@@ -95,6 +116,13 @@ func IntentKey(key string) string {
 	return inSlot(intentPrefix, key)
 }
 
+// SizeKey returns the name of the record in which the nodes keep the
+// number of slots of the semaphore on key while any of its permits is
+// held. It hashes to the same cluster slot as key.
+func SizeKey(key string) string {
+	return inSlot(sizePrefix, key)
+}
+
 // ReleasedChannel returns the channel on which the release of key is
 // announced, so that waiters wake.
 func ReleasedChannel(key string) string { return releasedPrefix + key }
@@ -106,9 +134,43 @@ func LeaderChannel(key string) string { return leaderPrefix + key }
 // Reserved reports whether key names one of the client's own records,
 // which no lock may take.
 func Reserved(key string) bool {
-	return key == legacyMarker || strings.HasPrefix(key, markerPrefix) || strings.HasPrefix(key, fencePrefix) ||
-		strings.HasPrefix(key, permitPrefix) || strings.HasPrefix(key, termPrefix) ||
+	return key == legacyMarker || strings.HasPrefix(key, markerPrefix) || strings.HasPrefix(key, legacyPrefix) || strings.HasPrefix(key, fencePrefix) ||
+		strings.HasPrefix(key, permitPrefix) || strings.HasPrefix(key, termPrefix) || strings.HasPrefix(key, sizePrefix) ||
 		strings.HasPrefix(key, readersPrefix) || strings.HasPrefix(key, intentPrefix)
+}
+
+// TokenLen is the length of a token: 24 random bytes in URL-safe base64.
+const TokenLen = 32
+
+// A lock key's value is the acquisition's token, a space and the owner's
+// label; Value returns it, and Token and Owner take it apart.
+func Value(token, owner string) string { return token + " " + owner }
+
+// Token returns the token in a lock key's value.
+func Token(value string) string {
+	token, _, _ := strings.Cut(value, " ")
+	return token
+}
+
+// Owner returns the owner label in a lock key's value.
+func Owner(value string) string {
+	_, owner, _ := strings.Cut(value, " ")
+	return owner
+}
+
+// ValidToken reports whether token has the form of a token: TokenLen
+// characters of URL-safe base64.
+func ValidToken(token string) bool {
+	if len(token) != TokenLen {
+		return false
+	}
+	for i := 0; i < len(token); i++ {
+		c := token[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // TokenID returns the ID of the token in a lock key's value, which is the
@@ -117,17 +179,17 @@ func Reserved(key string) bool {
 // acquisition without giving away the token, which lets its bearer release
 // the lock.
 func TokenID(value string) string {
-	token, _, _ := strings.Cut(value, " ")
-	sum := sha1.Sum([]byte(token))
+	sum := sha1.Sum([]byte(Token(value)))
 	return hex.EncodeToString(sum[:6])
 }
 
-// inSlot returns prefix, which has no braces, followed by key, or by key
-// behind the tag of its slot if key has no tag of its own: a name that
-// hashes to key's slot. It is one concatenation, one allocation.
+// inSlot returns prefix, which has no braces, followed by "=" and key if
+// key has a hash tag of its own, or else by the tag of key's slot in
+// braces and key: a name that hashes to key's slot, and that no other key
+// gets for the same prefix. It is one concatenation, one allocation.
 func inSlot(prefix, key string) string {
 	if _, ok := hashTag(key); ok {
-		return prefix + key
+		return prefix + "=" + key
 	}
 	return prefix + "{" + slotTag(Slot(key)) + "}" + key
 }

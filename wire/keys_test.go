@@ -45,8 +45,8 @@ func TestSlotTag(t *testing.T) {
 
 // companions returns the keys a script call for key touches.
 func companions(key string) []string {
-	return []string{key, FenceKey(key), MarkerKey(key), PermitKey(key, 0), PermitKey(key, MaxPermits-1),
-		FenceKey(PermitKey(key, 7)), TermKey(key), ReadersKey(key), IntentKey(key)}
+	return []string{key, MarkerKey(key), PermitKey(key, 0), PermitKey(key, MaxPermits-1),
+		SizeKey(key), TermKey(key), ReadersKey(key), IntentKey(key)}
 }
 
 // awkwardKeys are keys whose braces are, or are not, hash tags.
@@ -64,17 +64,18 @@ func TestCompanionsShareSlot(t *testing.T) {
 			}
 		}
 	}
-	// A key with a tag keeps the fence counter name of earlier versions.
-	if got := FenceKey("{user1000}.lock"); got != "redlock:fence:{user1000}.lock" {
-		t.Errorf("FenceKey of a tagged key: %q", got)
-	}
-	// Different keys never share a fence counter.
-	fences := map[string]string{}
-	for _, key := range awkwardKeys {
-		if other, dup := fences[FenceKey(key)]; dup {
-			t.Errorf("%q and %q share the fence counter %q", key, other, FenceKey(key))
+	// Different keys never share a record, even a key and the same key
+	// behind the tag that its records get (issue 31, item 6).
+	keys := append(awkwardKeys, "abc", "{"+slotTag(Slot("abc"))+"}abc", "=abc", "{a}", "={a}")
+	for name, record := range map[string]func(string) string{"readers": ReadersKey,
+		"intent": IntentKey, "term": TermKey, "size": SizeKey, "permit": func(k string) string { return PermitKey(k, 0) }} {
+		seen := map[string]string{}
+		for _, key := range keys {
+			if other, dup := seen[record(key)]; dup && other != key {
+				t.Errorf("%q and %q share the %s record %q", key, other, name, record(key))
+			}
+			seen[record(key)] = key
 		}
-		fences[FenceKey(key)] = key
 	}
 }
 

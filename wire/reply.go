@@ -35,12 +35,12 @@ type Reply struct {
 	Fence  int64         // acquire: the node's fence; inspect: the fence counter; leader: the leader's term
 	Slot   int           // acquire: the semaphore slot granted; 0 for a lock
 	Age    time.Duration // acquire, probe, inspect: how long ago the node's process started; -1 until known
-	MaxTTL time.Duration // acquire, probe, inspect: the largest TTL the node has seen
+	MaxTTL time.Duration // acquire, probe, inspect: how long a lock granted in the key's slot may still be held
 	Clock  int64         // probe: the node's clock in ms since 1970; inspect: in µs
 	Woke   int64         // release, force: how many waiters the node told
 	Free   int64         // a semaphore's release: how many slots were free after it
 	Holder string        // inspect, force, leader: the ID of the token the key holds; "" if none
-	Owner  string        // inspect, force, leader: the owner label the key holds
+	Owner  string        // inspect, force, leader: the owner label the key holds; adopt: the one beside the token
 	Kind   Kind          // adopt: what the token holds (Exclusive, Reader, or a permit's Slot with Permit)
 	RW     *RWView       // inspect, force with a read-write lock's records: its readers and writers' intents
 	Err    error         // Failed: the reply that could not be Reply

@@ -29,9 +29,9 @@ const (
 )
 
 // rwKeys returns the keys of a read-write lock's acquisition: the key,
-// its readers, its intents, its fence counter and the node marker.
+// its readers, its intents and the node marker.
 func (s Set) rwKeys() []string {
-	return []string{s.Name, ReadersKey(s.Name), IntentKey(s.Name), FenceKey(s.Name), MarkerKey(s.Name)}
+	return []string{s.Name, ReadersKey(s.Name), IntentKey(s.Name), MarkerKey(s.Name)}
 }
 
 // acquireRW is Acquire of a reader or a writer, whose arguments begin
@@ -51,12 +51,12 @@ func (s Set) acquireRW(args []string) Call {
 // releaseReader is Release of a reader: its token leaves the readers, and
 // the release of the last live reader wakes the waiting writers.
 func (s Set) releaseReader(args []string) Call {
-	return Call{Script: rwReleaseScript, Keys: []string{ReadersKey(s.Name), FenceKey(s.Name)}, Args: append(args, s.Name), Decode: decodeRelease}
+	return Call{Script: rwReleaseScript, Keys: []string{ReadersKey(s.Name), s.Name, MarkerKey(s.Name)}, Args: args, Decode: decodeRelease}
 }
 
 // extendReader is Extend of a reader: its own expiry moves, no other's.
 func (s Set) extendReader(args []string) Call {
-	return Call{Script: rwExtendScript, Keys: []string{ReadersKey(s.Name), MarkerKey(s.Name)}, Args: args, Decode: decodeStatus}
+	return Call{Script: rwExtendScript, Keys: []string{ReadersKey(s.Name), MarkerKey(s.Name), s.Name}, Args: args, Decode: decodeStatus}
 }
 
 // DropIntent returns the call by which a writer that stops waiting takes
@@ -67,7 +67,7 @@ func (s Set) DropIntent() Call {
 }
 
 // RWKeys returns the records of a read-write lock on key besides the key
-// itself and its fence counter: its readers and its writers' intents.
+// itself: its readers and its writers' intents.
 func RWKeys(key string) []string {
 	return []string{ReadersKey(key), IntentKey(key)}
 }
@@ -127,29 +127,38 @@ func decodeRWView(readers, intents any) (*RWView, bool) {
 	return rw, true
 }
 
-// Adopt returns the call that reads, without writing, whether token holds
-// on key on a node: as the key's holder (a lock or a writer), as a live
-// reader of the key, or as the permit of one of the MaxPermits slots a
-// semaphore on key may have. Its reply: OK with Kind (Exclusive, Reader or
-// Permit with the Slot), TTL the time the hold has left and Fence the
-// hold's counter; Taken with TTL when another token holds; Absent when
-// nothing holds.
+// Adopt returns the call that reads, without writing, whether token (a
+// Token, without the owner label) holds on key on a node: as the key's
+// holder (a lock or a writer), as a live reader of the key, or as the
+// permit of one of the MaxPermits slots a semaphore on key may have. Its
+// reply: OK with Kind (Exclusive, Reader or Permit with the Slot), TTL the
+// time the hold has left, Fence the hold's counter and Owner the owner
+// label beside the token; Taken with TTL when another token holds; Absent
+// when nothing holds.
 func Adopt(key, token string) Call {
-	keys := make([]string, 3, 3+2*MaxPermits)
-	keys[0], keys[1], keys[2] = key, ReadersKey(key), FenceKey(key)
+	keys := make([]string, 3, 3+MaxPermits)
+	keys[0], keys[1], keys[2] = key, ReadersKey(key), MarkerKey(key)
 	s := Set{Name: key, Permits: MaxPermits}
 	keys = append(keys, s.slots()...)
 	return Call{Script: adoptScript, Keys: keys, Args: []string{token, strconv.Itoa(MaxPermits)}, Decode: decodeAdopt}
 }
 
 // decodeAdopt decodes the reply of the adopt script: {status, kind, slot,
-// left, fence}.
+// left, fence}, and the value that holds when status is 1.
 func decodeAdopt(v any) Reply {
+	var value string
+	if b, ok := v.([]any); ok && len(b) == 6 {
+		s, ok := b[5].(string)
+		if !ok {
+			return unexpected("adopt", v)
+		}
+		value, v = s, b[:5]
+	}
 	a, ok := ints(v, 5)
-	if !ok || !fitsMillis(max(a[3], 0)) || a[4] < 0 {
+	if !ok || !fitsMillis(max(a[3], 0)) || a[4] < 0 || (a[0] == 1) != (value != "") {
 		return unexpected("adopt", v)
 	}
-	d := Reply{TTL: millis(max(a[3], 0))}
+	d := Reply{TTL: millis(max(a[3], 0)), Owner: Owner(value)}
 	switch {
 	case a[0] == 1 && (a[1] == 0 || a[1] == 1) && a[2] == 0:
 		d.Status, d.Fence, d.Kind = OK, a[4], Exclusive

@@ -22,11 +22,11 @@ func TestRWKeysReserved(t *testing.T) {
 func TestSetRW(t *testing.T) {
 	r := Set{Name: "k", Kind: Reader}
 	w := Set{Name: "k", Kind: Writer, Intent: "id", IntentTTL: 1500 * time.Millisecond}
-	if c := r.Acquire("tok", time.Second, 0, time.Minute); c.Script != rwReadScript || len(c.Keys) != 5 || len(c.Args) != 4 {
+	if c := r.Acquire("tok", time.Second, 0, time.Minute); c.Script != rwReadScript || len(c.Keys) != 4 || len(c.Args) != 3 {
 		t.Errorf("reader's Acquire: %s %q %q", c.Script.Name(), c.Keys, c.Args)
 	}
 	c := w.Acquire("tok", time.Second, 0, time.Minute)
-	if c.Script != rwWriteScript || len(c.Keys) != 5 || len(c.Args) != 6 || c.Args[4] != "id" || c.Args[5] != "1500" {
+	if c.Script != rwWriteScript || len(c.Keys) != 4 || len(c.Args) != 5 || c.Args[3] != "id" || c.Args[4] != "1500" {
 		t.Errorf("writer's Acquire: %s %q %q", c.Script.Name(), c.Keys, c.Args)
 	}
 	// A writer's failed round is undone as a lock's, which leaves the
@@ -34,7 +34,7 @@ func TestSetRW(t *testing.T) {
 	if u := c.Undo(7, time.Minute); u.Script != releaseScript {
 		t.Errorf("writer's Undo runs %s", u.Script.Name())
 	}
-	if u := r.Acquire("tok", time.Second, 0, time.Minute).Undo(7, time.Minute); u.Script != rwReleaseScript || u.Args[3] != "k" {
+	if u := r.Acquire("tok", time.Second, 0, time.Minute).Undo(7, time.Minute); u.Script != rwReleaseScript || u.Keys[1] != "k" {
 		t.Errorf("reader's Undo: %s %q", u.Script.Name(), u.Args)
 	}
 	if e := w.Extend("tok", time.Second); e.Script != extendScript {
@@ -46,7 +46,7 @@ func TestSetRW(t *testing.T) {
 	if d := w.DropIntent(); d.Script != rwDropScript || d.Keys[0] != IntentKey("k") || d.Args[0] != "id" {
 		t.Errorf("DropIntent: %s %q %q", d.Script.Name(), d.Keys, d.Args)
 	}
-	if a := Adopt("k", "tok"); len(a.Keys) != 3+2*MaxPermits || a.Keys[3] != PermitKey("k", 0) || a.Keys[3+MaxPermits] != FenceKey(PermitKey("k", 0)) {
+	if a := Adopt("k", "tok"); len(a.Keys) != 3+MaxPermits || a.Keys[3] != PermitKey("k", 0) || a.Keys[2] != MarkerKey("k") {
 		t.Errorf("Adopt's keys: %d, %q", len(a.Keys), a.Keys[:5])
 	}
 }
@@ -63,9 +63,9 @@ func TestDecodeAdopt(t *testing.T) {
 		v    any
 		want Reply
 	}{
-		{i(1, 0, 0, 1500, 42), Reply{Status: OK, Kind: Exclusive, TTL: 1500 * time.Millisecond, Fence: 42}},
-		{i(1, 1, 0, 10, 42), Reply{Status: OK, Kind: Reader, TTL: 10 * time.Millisecond, Fence: 42}},
-		{i(1, 2, 5, 10, 42), Reply{Status: OK, Kind: Permit, Slot: 5, TTL: 10 * time.Millisecond, Fence: 42}},
+		{append(i(1, 0, 0, 1500, 42), "tok own er"), Reply{Status: OK, Kind: Exclusive, TTL: 1500 * time.Millisecond, Fence: 42, Owner: "own er"}},
+		{append(i(1, 1, 0, 10, 42), "tok o"), Reply{Status: OK, Kind: Reader, TTL: 10 * time.Millisecond, Fence: 42, Owner: "o"}},
+		{append(i(1, 2, 5, 10, 42), "tok o"), Reply{Status: OK, Kind: Permit, Slot: 5, TTL: 10 * time.Millisecond, Fence: 42, Owner: "o"}},
 		{i(-1, 0, 0, 10, 0), Reply{Status: Taken, TTL: 10 * time.Millisecond}},
 		{i(0, 0, 0, 0, 0), Reply{Status: Absent}},
 	} {
@@ -73,7 +73,7 @@ func TestDecodeAdopt(t *testing.T) {
 			t.Errorf("decodeAdopt(%v) = %+v, want %+v", tc.v, d, tc.want)
 		}
 	}
-	for _, v := range []any{i(1, 3, 0, 1, 1), i(1, 2, MaxPermits, 1, 1), i(1, 0, 1, 1, 1), i(2, 0, 0, 0, 0), i(1, 0, 0, 1, -1), i(1, 0, 0, 1), "x"} {
+	for _, v := range []any{i(1, 0, 0, 1, 1), append(i(1, 3, 0, 1, 1), "t o"), append(i(1, 0, 0, 1, 1), 7), i(1, 2, MaxPermits, 1, 1), i(1, 0, 1, 1, 1), i(2, 0, 0, 0, 0), i(1, 0, 0, 1, -1), i(1, 0, 0, 1), "x"} {
 		if d := decodeAdopt(v); d.Status != Failed {
 			t.Errorf("decodeAdopt(%v) = %+v, want Failed", v, d)
 		}

@@ -54,7 +54,7 @@ var (
 
 	acquireScript = driver.NewScript("acquire", nodeSrc+acquireSrc)
 	releaseScript = driver.NewScript("release", counterSrc+releaseSrc)
-	extendScript  = driver.NewScript("extend", extendSrc)
+	extendScript  = driver.NewScript("extend", nodeSrc+extendSrc)
 	probeScript   = driver.NewScript("probe", nodeSrc+probeSrc)
 	// inspect writes nothing, which its flags tell Redis, so that it runs
 	// on replicas and on a node out of memory too.
@@ -64,7 +64,7 @@ var (
 	// The scripts of a lock on several keys.
 	acquireAllScript = driver.NewScript("acquire_all", nodeSrc+acquireAllSrc)
 	releaseAllScript = driver.NewScript("release_all", counterSrc+releaseAllSrc)
-	extendAllScript  = driver.NewScript("extend_all", extendAllSrc)
+	extendAllScript  = driver.NewScript("extend_all", nodeSrc+extendAllSrc)
 
 	// The scripts of a semaphore; a permit is extended as a lock on its
 	// slot's key.
@@ -80,7 +80,7 @@ var (
 	rwReadScript    = driver.NewScript("rw_read", nodeSrc+rwReadSrc)
 	rwWriteScript   = driver.NewScript("rw_write", nodeSrc+rwWriteSrc)
 	rwReleaseScript = driver.NewScript("rw_release", counterSrc+rwReleaseSrc)
-	rwExtendScript  = driver.NewScript("rw_extend", rwExtendSrc)
+	rwExtendScript  = driver.NewScript("rw_extend", nodeSrc+rwExtendSrc)
 	rwDropScript    = driver.NewScript("rw_drop", rwDropSrc)
 	adoptScript     = driver.NewScript("adopt", "#!lua flags=no-writes\n"+adoptSrc)
 )

@@ -357,7 +357,7 @@ func checkSlotRecords(ctx context.Context, mc *redis.Client, timeout time.Durati
 	var vals []any
 	var now time.Time
 	err := within(ctx, timeout, func(ctx context.Context) (err error) {
-		if vals, err = mc.HMGet(ctx, wire.MarkerKey(rec.Key), wire.MarkerStart, wire.MarkerMaxTTL, wire.MarkerReplID).Result(); err != nil {
+		if vals, err = mc.HMGet(ctx, wire.MarkerKey(rec.Key), wire.MarkerStart, wire.MarkerUntil, wire.MarkerReplID, wire.MarkerQuiet).Result(); err != nil {
 			return err
 		}
 		now, err = mc.Time(ctx).Result()
@@ -368,7 +368,9 @@ func checkSlotRecords(ctx context.Context, mc *redis.Client, timeout time.Durati
 		return
 	}
 	str := func(v any) string { s, _ := v.(string); return s }
-	start, maxttl := atoi(str(vals[0])), atoi(str(vals[1]))
+	// until and quiet are µs of the node's clock (see wire.MarkerUntil):
+	// maxttl is how long a lock granted in the slot may still be held.
+	start, maxttl := atoi(str(vals[0])), max(atoi(str(vals[1]))-now.UnixMicro(), 0)/1000
 	rec.ReplID = str(vals[2])
 	rec.Present = str(vals[0]) != ""
 	if !rec.Present {
@@ -383,7 +385,7 @@ func checkSlotRecords(ctx context.Context, mc *redis.Client, timeout time.Durati
 	rec.AgeSeconds, rec.MaxTTLMs = int64(age/time.Second), maxttl
 	rec.Stale = m.Promoted && rec.ReplID != replid
 	ttl := time.Duration(maxttl) * time.Millisecond
-	if left := ttl - age; left > 0 {
+	if left := max(ttl-age, time.UnixMicro(atoi(str(vals[3]))).Sub(now)); left > 0 {
 		rec.Remaining = left.Milliseconds()
 	}
 	switch {

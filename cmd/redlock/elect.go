@@ -124,9 +124,13 @@ func electionTarget(r *runner, c *redlock.Client) *target {
 			if err != nil {
 				return nil, nil, err
 			}
-			// The value the leader shows is the label its token carries,
-			// after the space (see Lock.Token).
-			_, shown, _ := strings.Cut(l.Token(), " ")
+			// The value the leader shows is the label the nodes keep
+			// beside its token (Lock.Token no longer carries it): the
+			// value, or the library's default owner label.
+			shown := value
+			if info, err := e.Leader(ctx); err == nil && info.ID == l.ID() {
+				shown = info.Value
+			}
 			term := strconv.FormatInt(l.Fence(), 10)
 			return l, []string{"REDLOCK_KEY=" + key, "REDLOCK_TERM=" + term, "REDLOCK_FENCE=" + term,
 				"REDLOCK_VALUE=" + shown, "REDLOCK_LOCK_ID=" + l.ID()}, nil

@@ -327,9 +327,9 @@ func scriptSteps(key string) []step {
 		rwStep("rw_drop", key, "tok2", done),
 		rwStep("rw_extend", key, "tok1", done),
 		rwStep("rw_release", key, "tok1", done),
-		rwStep("rw_write", key, "tok2", granted),
+		rwStep("rw_write", key, "tok2 owner", granted),
 		{script: "adopt", keys: wire.Adopt(key+":rw", "tok2").Keys, args: wire.Adopt(key+":rw", "tok2").Args, want: granted},
-		releaseStep(key+":rw", "tok2", done),
+		releaseStep(key+":rw", "tok2 owner", done),
 	}
 }
 
@@ -338,18 +338,18 @@ func scriptSteps(key string) []step {
 // arguments are spelt out as the lock client passes them.
 func rwStep(script, key, token string, want any) step {
 	key += ":rw"
-	all := []string{key, wire.ReadersKey(key), wire.IntentKey(key), wire.FenceKey(key), wire.MarkerKey(key)}
+	all := []string{key, wire.ReadersKey(key), wire.IntentKey(key), wire.MarkerKey(key)}
 	switch script {
 	case "rw_read":
-		return step{script, all, []string{token, "60000", "0", fenceTTL}, want}
+		return step{script, all, []string{token, "60000", "0"}, want}
 	case "rw_write":
-		return step{script, all, []string{token, "60000", "0", fenceTTL, token, "60000"}, want}
+		return step{script, all, []string{token, "60000", "0", token, "60000"}, want}
 	case "rw_drop":
 		return step{script, []string{wire.IntentKey(key)}, []string{token, key}, want}
 	case "rw_extend":
-		return step{script, []string{wire.ReadersKey(key), wire.MarkerKey(key)}, []string{token, "120000"}, want}
+		return step{script, []string{wire.ReadersKey(key), wire.MarkerKey(key), key}, []string{token, "120000"}, want}
 	}
-	return step{script, []string{wire.ReadersKey(key), wire.FenceKey(key)}, []string{token, "0", fenceTTL, key}, want}
+	return step{script, []string{wire.ReadersKey(key), key, wire.MarkerKey(key)}, []string{token, "0"}, want}
 }
 
 // permitStep is a step of the scripts of a semaphore of two permits on
@@ -357,11 +357,11 @@ func rwStep(script, key, token string, want any) step {
 // passes them, for slot 0.
 func permitStep(script, key, token string, want any) step {
 	s0, s1 := wire.PermitKey(key, 0), wire.PermitKey(key, 1)
-	keys := []string{s0, s1, wire.FenceKey(s0), wire.FenceKey(s1)}
+	keys := []string{s0, s1}
 	if script == "acquire_permit" {
-		return step{script, append(keys, wire.MarkerKey(key)), []string{token, "60000", "0", fenceTTL, "2", "0"}, want}
+		return step{script, append(keys, wire.MarkerKey(key), wire.SizeKey(key)), []string{token, "60000", "0", "2", "0"}, want}
 	}
-	return step{script, keys, []string{token, "0", fenceTTL, "2", "0", key}, want}
+	return step{script, append(keys, wire.SizeKey(key), wire.MarkerKey(key)), []string{token, "0", "2", "0", key}, want}
 }
 
 // allStep is a step of the scripts of a lock on two keys that share the
@@ -372,15 +372,15 @@ func allStep(script, key, token string, want any) step {
 	marker := wire.MarkerKey(k1)
 	switch script {
 	case "acquire_all":
-		return step{script, []string{k1, k2, wire.FenceKey(k1), wire.FenceKey(k2), marker}, []string{token, "60000", "0", fenceTTL, "2"}, want}
+		return step{script, []string{k1, k2, marker}, []string{token, "60000", "0", "2"}, want}
 	case "extend_all":
 		return step{script, []string{k1, k2, marker}, []string{token, "60000", "2"}, want}
 	}
-	return step{script, []string{k1, k2, wire.FenceKey(k1), wire.FenceKey(k2)}, []string{token, "0", fenceTTL, "2"}, want}
+	return step{script, []string{k1, k2, marker}, []string{token, "0", "2"}, want}
 }
 
 func inspectStep(key string, want any) step {
-	return step{"inspect", []string{key, wire.FenceKey(key), wire.MarkerKey(key)}, nil, want}
+	return step{"inspect", []string{key, wire.MarkerKey(key)}, nil, want}
 }
 
 // The arguments of the scripts (wire/lua/*.lua) are spelt out here only, as the
@@ -388,7 +388,7 @@ func inspectStep(key string, want any) step {
 const fenceTTL = "600000" // ms
 
 func acquireStep(key, token, ttl string, want any) step {
-	return step{"acquire", []string{key, wire.FenceKey(key), wire.MarkerKey(key)}, []string{token, ttl, "0", fenceTTL}, want}
+	return step{"acquire", []string{key, wire.MarkerKey(key)}, []string{token, ttl, "0"}, want}
 }
 
 // forceFloor is a fence floor above every fence a node hands out from its
@@ -396,11 +396,11 @@ func acquireStep(key, token, ttl string, want any) step {
 const forceFloor = "9000000000000000"
 
 func forceStep(key, floor string, want any) step {
-	return step{"force", []string{key, wire.FenceKey(key)}, []string{floor, fenceTTL}, want}
+	return step{"force", []string{key, wire.MarkerKey(key)}, []string{floor}, want}
 }
 
 func releaseStep(key, token string, want any) step {
-	return step{"release", []string{key, wire.FenceKey(key)}, []string{token, "0", fenceTTL}, want}
+	return step{"release", []string{key, wire.MarkerKey(key)}, []string{token, "0"}, want}
 }
 
 func extendStep(key, token, ttl string, want any) step {

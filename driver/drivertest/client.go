@@ -85,6 +85,7 @@ func TestClient[N Node](t *testing.T, dial func(url string) (N, error)) {
 	t.Run("Election", s.testElection)
 	t.Run("RWLock", s.testRWLock)
 	t.Run("Adopt", s.testAdopt)
+	t.Run("Format", s.testFormat)
 	t.Run("ClusterNode", s.testClusterNode)
 	t.Run("ClusterReshard", s.testClusterReshard)
 	t.Run("FailoverQuarantine", s.testFailoverQuarantine)
@@ -148,7 +149,8 @@ func (s *suite) quarantineClient(t *testing.T, urls []string, opts *redlock.Opti
 	return c
 }
 
-// holders returns, for each server, the value of key ("" when absent).
+// values returns, for each server, the token (see tokenOf) or other value
+// that key holds ("" when absent).
 func (c *cluster) values(t *testing.T, key string) []string {
 	t.Helper()
 	vals := make([]string, len(c.servers))
@@ -158,10 +160,20 @@ func (c *cluster) values(t *testing.T, key string) []string {
 		}
 		v := srv.MustDo(t, "GET", key)
 		if v != nil {
-			vals[i] = v.(string)
+			vals[i] = tokenOf(v.(string))
 		}
 	}
 	return vals
+}
+
+// tokenOf returns the token in a value that a lock's grant wrote (a token,
+// a space and the owner label), as Lock.Token returns it; any other value
+// as it is.
+func tokenOf(v string) string {
+	if tok := wire.Token(v); tok != v && wire.ValidToken(tok) {
+		return tok
+	}
+	return v
 }
 
 // countValue returns on how many servers key holds want.

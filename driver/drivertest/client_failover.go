@@ -69,8 +69,8 @@ func (s *suite) testFailoverQuarantine(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := strconv.FormatInt(ttlA.Milliseconds(), 10)
-		if got := r.MustDo(t, "HGET", marker, "maxttl"); got != want {
-			t.Fatalf("replica %d: the marker's maxttl is %#v, want A's TTL, %s", i, got, want)
+		if got := r.MustDo(t, "HGET", marker, "ttl2"); got != want {
+			t.Fatalf("replica %d: the marker's ttl2 is %#v, want A's TTL, %s", i, got, want)
 		}
 	}
 
@@ -89,7 +89,7 @@ func (s *suite) testFailoverQuarantine(t *testing.T) {
 		// The failover lost A's grant: the promoted replica is a threat.
 		if got := r.MustDo(t, "GET", key); got != nil {
 			whose := "an unknown token"
-			switch got {
+			switch s, _ := got.(string); tokenOf(s) {
 			case la.Token():
 				whose = "A's token: its link was not cut"
 			case l.Token():

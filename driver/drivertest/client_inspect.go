@@ -158,7 +158,7 @@ func (s *suite) testForceRelease(t *testing.T) {
 	// its counter, as after its expiry: the floor that ForceRelease raises
 	// every counter to must still cover the removed owner's fence, from
 	// that node's clock if that node gave it.
-	cl.servers[2].MustDo(t, "DEL", wire.FenceKey(key))
+	cl.servers[2].MustDo(t, "HDEL", wire.MarkerKey(key), wire.MarkerFence)
 
 	views, err := admin.New(op).ForceRelease(ctx, key)
 	if err != nil {
@@ -171,7 +171,7 @@ func (s *suite) testForceRelease(t *testing.T) {
 	}
 	cl.expectNoKey(t, key)
 	for i, srv := range cl.servers {
-		n, err := strconv.ParseInt(srv.MustDo(t, "GET", wire.FenceKey(key)).(string), 10, 64)
+		n, err := strconv.ParseInt(srv.MustDo(t, "HGET", wire.MarkerKey(key), wire.MarkerFence).(string), 10, 64)
 		if err != nil || n < l.Fence() {
 			t.Errorf("node %d: fence counter %d after ForceRelease, below the removed lock's %d", i, n, l.Fence())
 		}

@@ -66,7 +66,7 @@ func (s *suite) testLockAllKeys(t *testing.T) {
 	for i, srv := range cl.servers {
 		fences := map[string]bool{}
 		for _, key := range l.Keys() {
-			v, _ := srv.MustDo(t, "GET", wire.FenceKey(key)).(string)
+			v, _ := srv.MustDo(t, "HGET", wire.MarkerKey(key), wire.MarkerFence).(string)
 			fences[v] = true
 		}
 		if len(fences) != 1 {
@@ -228,7 +228,7 @@ func (s *suite) testLockAllInvalid(t *testing.T) {
 	for i := range many {
 		many[i] = "k" + strconv.Itoa(i)
 	}
-	for _, keys := range [][]string{nil, {}, {"a", ""}, {"a", "redlock:node"}, {"a", wire.FenceKey("b")}, many} {
+	for _, keys := range [][]string{nil, {}, {"a", ""}, {"a", "redlock:node"}, {"a", wire.MarkerKey("b")}, many} {
 		if _, err := c.TryLockAll(ctx, keys, time.Second); !errors.Is(err, redlock.ErrInvalid) {
 			t.Errorf("TryLockAll(%d keys %.40q): %v, want ErrInvalid", len(keys), keys, err)
 		}
@@ -260,7 +260,7 @@ func (s *suite) testLockAllCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range tagged {
-		if v := master.MustDo(t, "GET", key); v != l.Token() {
+		if v, _ := master.MustDo(t, "GET", key).(string); tokenOf(v) != l.Token() {
 			t.Errorf("%s on the slot's master: %v, want the token", key, v)
 		}
 	}

@@ -159,7 +159,7 @@ func (s *suite) testRWCluster(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Lock(%q): %v", key, err)
 		}
-		if got := master.MustDo(t, "GET", key); got != w.Token() {
+		if got, _ := master.MustDo(t, "GET", key).(string); tokenOf(got) != w.Token() {
 			t.Fatalf("key %q holds %#v, want the writer's token", key, got)
 		}
 		if _, err := admin.New(c).ForceRelease(ctx, key); err != nil {
@@ -180,7 +180,7 @@ func (c *cluster) readerScores(t *testing.T, key, token string) []int64 {
 		if !srv.Running() {
 			continue
 		}
-		if v, _ := srv.MustDo(t, "ZSCORE", wire.ReadersKey(key), token).(string); v != "" {
+		if v := readerScore(t, srv, key, token); v != "" {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				t.Fatalf("ZSCORE = %q: %v", v, err)
@@ -189,6 +189,20 @@ func (c *cluster) readerScores(t *testing.T, key, token string) []int64 {
 		}
 	}
 	return out
+}
+
+// readerScore returns the score of the reader whose value holds token
+// (see tokenOf) among the readers of key on srv; "" if there is none.
+func readerScore(t *testing.T, srv *redistest.Server, key, token string) string {
+	t.Helper()
+	all, _ := srv.MustDo(t, "ZRANGE", wire.ReadersKey(key), "0", "-1", "WITHSCORES").([]any)
+	for i := 0; i+1 < len(all); i += 2 {
+		if m, _ := all[i].(string); tokenOf(m) == token {
+			s, _ := all[i+1].(string)
+			return s
+		}
+	}
+	return ""
 }
 
 // readerOnAll has rw grant a reader for ttl, with TryRLock, until the
@@ -737,7 +751,7 @@ func (s *suite) testRWInvalid(t *testing.T) {
 	cl := startCluster(t, 1, false)
 	c := s.client(t, cl.urls(), nil)
 	ctx := ctxT(t)
-	for _, key := range []string{"", wire.ReadersKey("x"), wire.IntentKey("x"), wire.FenceKey("x")} {
+	for _, key := range []string{"", wire.ReadersKey("x"), wire.IntentKey("x"), wire.MarkerKey("x")} {
 		rw := c.RWLock(key)
 		for _, f := range []func(context.Context, time.Duration) (*redlock.Lock, error){rw.RLock, rw.TryRLock, rw.Lock, rw.TryLock} {
 			if _, err := f(ctx, time.Second); !errors.Is(err, redlock.ErrInvalid) {

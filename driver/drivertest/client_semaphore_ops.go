@@ -115,7 +115,7 @@ func (s *suite) testSemaphoreOperator(t *testing.T) {
 	if _, err := admin.New(op).InspectSemaphore(ctx, op.Semaphore(key, 0)); !errors.Is(err, redlock.ErrInvalid) {
 		t.Errorf("Inspect of a semaphore of 0 permits: %v, want ErrInvalid", err)
 	}
-	if _, err := admin.New(op).InspectSemaphore(ctx, op.Semaphore(wire.FenceKey(key), n)); !errors.Is(err, redlock.ErrInvalid) {
+	if _, err := admin.New(op).InspectSemaphore(ctx, op.Semaphore(wire.ReadersKey(key), n)); !errors.Is(err, redlock.ErrInvalid) {
 		t.Errorf("Inspect of a semaphore on a reserved key: %v, want ErrInvalid", err)
 	}
 }

@@ -36,7 +36,7 @@ func ExerciseFailover(t *testing.T, n driver.Node, master, replica *redistest.Se
 	// of them: only the promotion can explain a quarantine.
 	const key, ttl = "lock:failover", "500"
 	acquire := func(token, quarantine string) (any, error) {
-		return eval(ctx, n, step{"acquire", []string{key, wire.FenceKey(key), wire.MarkerKey(key)}, []string{token, ttl, quarantine, fenceTTL}, nil})
+		return eval(ctx, n, step{"acquire", []string{key, wire.MarkerKey(key)}, []string{token, ttl, quarantine}, nil})
 	}
 	run(t, n, []step{acquireStep(key, "tok0", ttl, granted), releaseStep(key, "tok0", done)})
 	if err := replica.CaughtUp(master); err != nil {

@@ -75,7 +75,7 @@ func TestRun(t *testing.T) {
 	// node's counter to at least that.
 	exact, gone := false, 0
 	for _, s := range servers {
-		v := s.MustDo(t, "GET", wire.FenceKey(key))
+		v := s.MustDo(t, "HGET", wire.MarkerKey(key), wire.MarkerFence)
 		str, ok := v.(string)
 		if !ok {
 			t.Fatalf("%s: fence counter is %v (%T), want a number", s.Addr(), v, v)

@@ -1,26 +1,28 @@
 -- acquire_all.lua: take a lock on several keys at once on one node, all
 -- of them or none. Runs after node.lua.
 --
--- KEYS[1..n]     the lock keys, sorted and distinct
--- KEYS[n+1..2n]  their fence counters, in the same order
--- KEYS[2n+1..]   the node markers of their hash slots, each slot once
--- ARGV[1..4]     as acquire.lua: token, TTL, quarantine, fence counter TTL
--- ARGV[5]        n
+-- KEYS[1..n]    the lock keys, sorted and distinct
+-- KEYS[n+1..]   the node markers of their hash slots, each slot once
+-- ARGV[1..3]    as acquire.lua: value, TTL, quarantine
+-- ARGV[4]       n
 --
--- Returns what acquire.lua returns; a key held by another token gives
--- {0, its pttl, ...}. The fence is greater than every counter of the keys
--- and than the node's clock, and is written to every counter: the next
--- owner of any of the keys gets a greater one.
-local n = tonumber(ARGV[5])
+-- Returns what acquire.lua returns; a key held by another value gives
+-- {0, its pttl, ...}. The fence is greater than the counter of every
+-- slot of the keys and than the node's clock, and becomes the counter of
+-- each: the next owner of any of the keys gets a greater one.
+local n = tonumber(ARGV[4])
 local now = now_us()
 local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
-local age, maxttl
-for i = 2 * n + 1, #KEYS do
-	local a, m = standing(KEYS[i], now, ttl, quarantine)
-	age, maxttl = math.min(age or a, a), math.max(maxttl or m, m)
+local age, maxttl, wait = nil, 0, 0
+local markers = {}
+for i = n + 1, #KEYS do
+	local st = marker(KEYS[i], now, quarantine > 0)
+	local a, l, w = standing(st, now, ttl, quarantine)
+	markers[#markers + 1] = st
+	age, maxttl, wait = math.min(age or a, a), math.max(maxttl, l), math.max(wait, w)
 end
-if quarantine > 0 and age < maxttl then
-	return {-1, maxttl - age, age, maxttl}
+if wait > 0 then
+	return {-1, wait, age, maxttl}
 end
 local ours = 0
 for i = 1, n do
@@ -32,24 +34,21 @@ for i = 1, n do
 	end
 end
 local fence = 0
+for _, st in ipairs(markers) do
+	fence = math.max(fence, st.fence)
+end
 if ours == n then
 	-- A client library re-sending the call after the first reply was lost
 	-- finds its own grant, as in acquire.lua.
-	for i = n + 1, 2 * n do
-		fence = math.max(fence, tonumber(redis.call('GET', KEYS[i])) or 0)
-	end
-	return {1, fence, age, maxttl}
+	return {1, fence, age, math.max(maxttl, ttl)}
 end
-fence = now
-for i = n + 1, 2 * n do
-	local old = tonumber(redis.call('GET', KEYS[i]))
-	if old and old >= fence then
-		fence = old + 1
-	end
-end
-local f = string.format('%d', fence)
+fence = math.max(fence + 1, now)
 for i = 1, n do
 	redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-	redis.call('SET', KEYS[n + i], f, 'PX', ARGV[4])
+end
+for _, st in ipairs(markers) do
+	hold(st, ARGV[1], now, ttl)
+	put(st, fence)
+	maxttl = math.max(maxttl, held(st, now))
 end
 return {1, fence, age, maxttl}

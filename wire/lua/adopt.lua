@@ -3,45 +3,54 @@
 --
 -- KEYS[1]          the lock key (a lock's, or an RW lock's writer)
 -- KEYS[2]          the RW lock's readers (see rw_read.lua)
--- KEYS[3]          the lock's fence counter
+-- KEYS[3]          the node marker of its slot (see node.lua), with the
+--                  slot's fence counter
 -- KEYS[4..3+n]     the slots of a semaphore on the key (slot 0 first)
--- KEYS[4+n..3+2n]  their fence counters, in the same order
--- ARGV[1]          the token
+-- ARGV[1]          the token (without the owner label)
 -- ARGV[2]          n
 --
--- Returns {status, kind, slot, left, fence}:
---   { 1, kind, slot, left, fence}  the token holds here: kind 0 as the
---        key's holder (a lock, or a writer), 1 as a live reader, 2 as the
---        permit of slot; left is the time it has left, in ms; fence the
---        counter of the key (of the slot, for a permit)
+-- A value is the token, a space and the owner's label: the token holds
+-- where a value starts with it and a space.
+--
+-- Returns {status, kind, slot, left, fence, value}:
+--   { 1, kind, slot, left, fence, value}  the token holds here: kind 0 as
+--        the key's holder (a lock, or a writer), 1 as a live reader, 2 as
+--        the permit of slot; left is the time it has left, in ms; fence
+--        the counter of the key (of the slot, for a permit); value the
+--        value that holds
 --   {-1, 0, 0, left, 0}  the token does not hold, but another token does:
 --        the key, a live reader or some slot; left is the time the key's
 --        holder, the latest reader, or the first held slot has left
 --   { 0, 0, 0, 0, 0}     nothing holds
-local tok, n = ARGV[1], tonumber(ARGV[2])
+local tok, n = ARGV[1] .. ' ', tonumber(ARGV[2])
+local function ours(v)
+	return v and string.sub(v, 1, #tok) == tok
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local function counter(key)
-	return tonumber(redis.call('GET', key)) or 0
+local function counter()
+	return tonumber(redis.call('HGET', KEYS[3], 'fence')) or 0
 end
 local v = redis.call('GET', KEYS[1])
-if v == tok then
-	return {1, 0, 0, math.max(redis.call('PTTL', KEYS[1]), 0), counter(KEYS[3])}
+if ours(v) then
+	return {1, 0, 0, math.max(redis.call('PTTL', KEYS[1]), 0), counter(), v}
 end
-local score = tonumber(redis.call('ZSCORE', KEYS[2], tok))
-if score and score > now then
-	return {1, 1, 0, math.floor((score - now) / 1000), counter(KEYS[3])}
+local live = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. string.format('%d', now), '+inf', 'WITHSCORES')
+for i = 1, #live, 2 do
+	if ours(live[i]) then
+		return {1, 1, 0, math.floor((tonumber(live[i + 1]) - now) / 1000), counter(), live[i]}
+	end
 end
 local slots = {}
 if n > 0 then
 	slots = redis.call('MGET', unpack(KEYS, 4, 3 + n))
 end
 for i = 1, n do
-	if slots[i] == tok then
-		return {1, 2, i - 1, math.max(redis.call('PTTL', KEYS[3 + i]), 0), counter(KEYS[3 + n + i])}
+	if ours(slots[i]) then
+		return {1, 2, i - 1, math.max(redis.call('PTTL', KEYS[3 + i]), 0), counter(), slots[i]}
 	end
 end
-if v then
+if v and v ~= '=readers' then
 	return {-1, 0, 0, math.max(redis.call('PTTL', KEYS[1]), 0), 0}
 end
 local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')

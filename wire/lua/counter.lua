@@ -1,11 +1,18 @@
 -- counter.lua: how the scripts that end a hold (release.lua,
 -- release_all.lua, release_permit.lua, rw_release.lua, to which it is
--- prepended) raise a fence counter.
+-- prepended) raise the fence counter of a slot and give back the horizon
+-- of a long grant (see node.lua).
 
--- raise lifts the fence counter at key to at least fence, a decimal
--- string, keeping it ttl milliseconds, so that the next owner's fence
--- exceeds fence even on a node whose own counter was behind. It returns
--- nil, or the message of an error that the caller returns as its reply.
+-- READERS is what a lock key holds while readers hold it (see node.lua).
+local READERS = '=readers'
+
+-- settle lifts the fence counter in the marker at key to at least fence,
+-- a decimal string, so that the next owner's fence exceeds fence even on
+-- a node whose own counter was behind; and, if freed, gives back the
+-- marker's horizon when token set it (see hold in node.lua). It writes
+-- nothing when the counter already covers fence and token set nothing:
+-- one read, for most releases. It returns nil, or the message of an error
+-- that the caller returns as its reply.
 --
 -- A node at its maxmemory with the noeviction policy refuses a script's
 -- first write if that write may use memory (OOM). So the scripts delete
@@ -13,15 +20,23 @@
 -- written, Redis lets the rest of it write too. When there was nothing to
 -- delete, such a node keeps its counter as it is, like a node that the
 -- release did not reach; it cannot grant the lock until it can write
--- again. Any other error of the counter's write is returned.
-local function raise(key, fence, ttl)
-	local c = tonumber(redis.call('GET', key))
-	if c and c >= tonumber(fence) then
-		return nil
+-- again. Any other error of the write is returned.
+local function settle(key, token, fence, freed)
+	local m = redis.call('HMGET', key, 'fence', 'who', 'until2')
+	local a = {}
+	local c = tonumber(m[1])
+	if not (c and c >= tonumber(fence)) then
+		a[1], a[2] = 'fence', fence
 	end
-	local r = redis.pcall('SET', key, fence, 'PX', ttl)
-	if type(r) == 'table' and r.err and not string.find(r.err, '^%-?OOM') then
-		return r.err
+	if freed and m[2] == token then
+		a[#a + 1], a[#a + 2] = 'who', ''
+		a[#a + 1], a[#a + 2] = 'until', m[3] or '0'
+	end
+	if a[1] then
+		local r = redis.pcall('HSET', key, unpack(a))
+		if type(r) == 'table' and r.err and not string.find(r.err, '^%-?OOM') then
+			return r.err
+		end
 	end
 	return nil
 end

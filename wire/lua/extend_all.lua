@@ -1,5 +1,6 @@
 -- extend_all.lua: push the expiry of a lock on several keys further out
--- on one node, only if every key still holds the token.
+-- on one node, only if every key still holds the value. Runs after
+-- node.lua.
 --
 -- KEYS[1..n]   the lock keys
 -- KEYS[n+1..]  the node markers of their hash slots, each slot once
@@ -22,10 +23,10 @@ end
 for i = 1, n do
 	redis.call('PEXPIRE', KEYS[i], ARGV[2])
 end
+local now = now_us()
 for i = n + 1, #KEYS do
-	local maxttl = tonumber(redis.call('HGET', KEYS[i], 'maxttl'))
-	if maxttl and tonumber(ARGV[2]) > maxttl then
-		redis.call('HSET', KEYS[i], 'maxttl', ARGV[2])
-	end
+	local st = record(KEYS[i])
+	hold(st, ARGV[1], now, tonumber(ARGV[2]))
+	put(st)
 end
 return 1

@@ -2,11 +2,11 @@
 -- operator who has decided that its owner is gone. Runs after holder.lua.
 --
 -- KEYS[1]  the lock key
--- KEYS[2]  the lock's fence counter
+-- KEYS[2]  the node marker of its slot (see node.lua), with the slot's
+--          fence counter
 -- ARGV[1]  the fence floor: the largest fence counter the operator's
 --          client read on any node
--- ARGV[2]  the time to live of the fence counter, in milliseconds
--- ARGV[3]  the key whose waiters the removal wakes: the lock key, or the
+-- ARGV[2]  the key whose waiters the removal wakes: the lock key, or the
 --          key of the semaphore whose slot KEYS[1] is; KEYS[1] if absent
 -- KEYS[3]  optional: the readers of a read-write lock on the key
 -- KEYS[4]  optional: the intents of its waiting writers
@@ -33,15 +33,20 @@
 -- operator read the counters has a fence no greater than the floor, and is
 -- removed.
 local v = redis.call('GET', KEYS[1])
-local c = tonumber(redis.call('GET', KEYS[2]))
+local c = tonumber(redis.call('HGET', KEYS[2], 'fence'))
 local floor = tonumber(ARGV[1])
 local removed, id, owner, pttl, told = 0, '', '', 0, 0
-if v and not (c and c > floor) then
+if v == READERS then
+	-- The readers keep the key: it goes with them, and only with them.
+	if KEYS[4] and not (c and c > floor) then
+		redis.call('DEL', KEYS[1])
+	end
+elseif v and not (c and c > floor) then
 	pttl = redis.call('PTTL', KEYS[1])
 	redis.call('DEL', KEYS[1])
 	removed = 1
 	id, owner = holder(v)
-	told = redis.pcall('PUBLISH', 'redlock:released:' .. (ARGV[3] or KEYS[1]), '')
+	told = redis.pcall('PUBLISH', 'redlock:released:' .. (ARGV[2] or KEYS[1]), '')
 	if type(told) ~= 'number' then
 		told = 0
 	end
@@ -59,14 +64,14 @@ if KEYS[4] and not (c and c > floor) then
 	end
 	redis.call('DEL', KEYS[3], KEYS[4])
 	if readers > 0 and removed == 0 then
-		told = redis.pcall('PUBLISH', 'redlock:released:' .. (ARGV[3] or KEYS[1]), '')
+		told = redis.pcall('PUBLISH', 'redlock:released:' .. (ARGV[2] or KEYS[1]), '')
 		if type(told) ~= 'number' then
 			told = 0
 		end
 	end
 end
 if not c or c < floor then
-	local r = redis.pcall('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+	local r = redis.pcall('HSET', KEYS[2], 'fence', ARGV[1])
 	if type(r) == 'table' and r.err and not string.find(r.err, '^%-?OOM') then
 		return redis.error_reply(r.err)
 	end

@@ -10,3 +10,6 @@ local function holder(v)
 	local token, owner = string.match(v, '^(%S*) ?(.*)$')
 	return string.sub(redis.sha1hex(token), 1, 12), owner
 end
+
+-- READERS is what a lock key holds while readers hold it (see node.lua).
+local READERS = '=readers'

@@ -2,45 +2,47 @@
 -- anything. Runs after holder.lua.
 --
 -- KEYS[1]  the lock key
--- KEYS[2]  the lock's fence counter
--- KEYS[3]  the node marker of the key's slot (see node.lua)
--- KEYS[4]  optional: the readers of a read-write lock on the key (see
+-- KEYS[2]  the node marker of the key's slot (see node.lua), with the
+--          slot's fence counter
+-- KEYS[3]  optional: the readers of a read-write lock on the key (see
 --          rw_read.lua)
--- KEYS[5]  optional: the intents of its waiting writers (see rw_write.lua)
+-- KEYS[4]  optional: the intents of its waiting writers (see rw_write.lua)
 --
--- Returns {held, id, owner, pttl, fence, age, maxttl, clock}: held is 1 when the
--- key holds a lock, with id and owner as holder gives them and pttl its
+-- Returns {held, id, owner, pttl, fence, age, left, clock}: held is 1 when
+-- the key holds a lock or a writer (not READERS: see rw_read.lua), with id and owner as holder gives them and pttl its
 -- remaining time to live in milliseconds (-1 for a key without expiry,
--- which a lock never is); fence is the fence counter (0 if none); age is
--- how long ago the marker's start lies, -1 without a marker, and maxttl
--- the largest TTL the marker records, both in milliseconds; clock is the
+-- which a lock never is); fence is the slot's fence counter (0 if none); age is
+-- how long ago the marker's start lies, -1 without a marker, and left how
+-- long a lock granted in the slot may still be held, both in milliseconds; clock is the
 -- node's clock in microseconds since 1970, from which the node draws its
 -- fences when its counter is behind (see acquire.lua).
 --
--- With KEYS[4] and KEYS[5], two more elements follow: the live readers as
+-- With KEYS[3] and KEYS[4], two more elements follow: the live readers as
 -- a flat array {id, owner, pttl, id, owner, pttl, ...}, latest expiry
 -- last, and the number of live intents. Neither shows a token.
 local held, id, owner, pttl = 0, '', '', 0
 local v = redis.call('GET', KEYS[1])
-if v then
+if v and v ~= READERS then
 	held, pttl = 1, redis.call('PTTL', KEYS[1])
 	id, owner = holder(v)
 end
-local fence = tonumber(redis.call('GET', KEYS[2])) or 0
-local m = redis.call('HMGET', KEYS[3], 'start', 'maxttl')
+local m = redis.call('HMGET', KEYS[2], 'start', 'until', 'until2', 'ttl2', 'fence')
+local fence = tonumber(m[5]) or 0
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local age = -1
 if m[1] then
 	age = math.max(math.floor((now - tonumber(m[1])) / 1000), 0)
 end
-local out = {held, id, owner, pttl, fence, age, tonumber(m[2]) or 0, string.format('%d', now)}
+local left = math.max(math.ceil(((tonumber(m[2]) or 0) - now) / 1000),
+	math.min(math.ceil(((tonumber(m[3]) or 0) - now) / 1000), tonumber(m[4]) or 0), 0)
+local out = {held, id, owner, pttl, fence, age, left, string.format('%d', now)}
 -- They are read with pcall: a user whose ACL predates read-write locks,
 -- and allows no sorted-set command, still inspects locks, and sees no
 -- readers.
-if KEYS[5] then
+if KEYS[4] then
 	local readers, intents = {}, 0
-	local live = redis.pcall('ZRANGEBYSCORE', KEYS[4], '(' .. string.format('%d', now), '+inf', 'WITHSCORES')
+	local live = redis.pcall('ZRANGEBYSCORE', KEYS[3], '(' .. string.format('%d', now), '+inf', 'WITHSCORES')
 	if type(live) == 'table' and not live.err then
 		for i = 1, #live, 2 do
 			local rid, rowner = holder(live[i])
@@ -49,7 +51,7 @@ if KEYS[5] then
 			readers[#readers + 1] = math.floor((tonumber(live[i + 1]) - now) / 1000)
 		end
 	end
-	local n = redis.pcall('ZCOUNT', KEYS[5], '(' .. string.format('%d', now), '+inf')
+	local n = redis.pcall('ZCOUNT', KEYS[4], '(' .. string.format('%d', now), '+inf')
 	if type(n) == 'number' then
 		intents = n
 	end

@@ -4,11 +4,22 @@
 -- rw_write.lua.
 --
 -- The node keeps a small hash per cluster hash slot, the marker (KEYS[3] in
--- acquire, KEYS[1] in probe), with four fields:
+-- acquire, KEYS[1] in probe), with these fields:
 --   start     when this redis-server process started, or was promoted from
 --             replica to master, in microseconds of the node's clock;
---   maxttl    the largest lock TTL, in milliseconds, that any client has
---             used in the slot since then;
+--   until     with until2 and ttl2, how long a lock granted in the slot
+--   until2    may still be held: every grant or extension that the node
+--   ttl2      has not seen released ends by until (µs), or by until2 (µs)
+--   who       and within ttl2 (ms) of its grant; one that ends after
+--             until2 is the grant of token who. A grant longer than a
+--             minute that ends after both takes until and who, and its
+--             release gives until back (until = until2): the effect of a
+--             long lock ends once it can no longer be held. Other grants
+--             raise until2, with as much again to spare, so that most
+--             grants of a TTL in use write nothing, and ttl2 to their TTL;
+--   quiet     when the quarantine that the last start imposed ends (µs):
+--             the latest end of a grant the marker records, as it held
+--             them at the start;
 --   lastsave  the LASTSAVE the marker last saw;
 --   replid    the replication ID the marker last saw.
 -- The marker has no expiry. A node that restarts without persistence (or
@@ -20,18 +31,14 @@
 -- look again. INFO server runs only then, or after a save: it is too
 -- costly for every call.
 --
--- A replica promoted to master has its old master's records, but not the
--- grants its master made after the link between them last carried them.
--- Promotion gives the node a new replication ID and remembers that it
--- happened (second_repl_offset is no longer -1); INFO replication, which
--- costs about a microsecond, tells both on every call. A marker that saw
--- another replication ID, or no marker at all, on a node promoted since
--- its process started, is a promotion the marker has not seen: the slot
--- starts anew, as after a restart. A marker that a reshard brought from
--- another master (MIGRATE keeps its fields) has another replication ID too;
--- it starts anew only if this node was ever promoted, which errs on the
--- safe side.
-
+-- A node refuses to grant, when the client asks for a quarantine q, while
+-- it is younger than max(q, ttl) or its clock is before quiet. The lost
+-- grants of a start are those made before it: each ends by the horizon the
+-- marker recorded (quiet), or, when the record missed it (a restart
+-- without persistence, grants after the last save or the last replicated
+-- write), by start + its TTL, which the client's q covers. Grants made
+-- after the start are not lost, so they do not hold the node back.
+--
 -- now_us returns the node's clock in microseconds. Microseconds since 1970
 -- are about 1.8e15, below 2^53, so a Lua number (a double) holds them
 -- exactly.
@@ -55,29 +62,47 @@ local function info(section)
 	return redis.call('INFO', section) -- raises the error again, as a call
 end
 
--- marker returns the start (µs) and the largest TTL (ms) recorded in the
--- marker, writing the marker first if it is missing or may be out of date.
--- With promotions false, a caller that will not use the start (a client
--- without quarantine) saves the INFO call that a promotion needs: the next
--- caller that asks sees the promotion.
+-- FORMAT is the version of the data this script keeps on the node, in the
+-- marker's field v. A node serves clients of one format: a script refuses,
+-- with a FORMAT error, to mix its data with another's. Clients before
+-- format 1 kept their marker at "redlock:node:{T}"; a format 1 marker,
+-- when it is written, leaves a string there, on which their scripts fail
+-- with WRONGTYPE, and refuses to start beside one of theirs.
+local FORMAT = '1'
+
+-- READERS is what a lock key holds while readers hold it (see
+-- rw_read.lua): no token has this form, so no lock or writer is granted.
+local READERS = '=readers'
+
+-- marker returns the record of the marker at key, as a table, writing the
+-- marker first if it is missing or may be out of date. With promotions
+-- false, a caller that will not use the start (a client without
+-- quarantine) saves the INFO call that a promotion needs: the next caller
+-- that asks sees the promotion.
 --
 -- On the common path, a marker up to date, the replication ID is only
 -- looked for in the INFO text; it is parsed only to write a marker.
 local function marker(key, now, promotions)
-	local m = redis.call('HMGET', key, 'start', 'maxttl', 'lastsave', 'replid')
-	local start, maxttl = tonumber(m[1]), tonumber(m[2]) or 0
+	local m = redis.call('HMGET', key, 'start', 'quiet', 'until', 'who', 'until2', 'ttl2', 'lastsave', 'replid', 'v', 'fence')
+	if m[9] ~= FORMAT and (m[9] or m[1]) then
+		error({err = 'FORMAT redlock: this node holds redlock data of format ' .. tostring(m[9]) ..
+			', and this client keeps format ' .. FORMAT .. '; clients of two formats cannot share nodes'})
+	end
+	local st = {key = key, start = tonumber(m[1]), quiet = tonumber(m[2]) or 0,
+		hi = tonumber(m[3]) or 0, who = m[4] or '', hi2 = tonumber(m[5]) or 0, ttl2 = tonumber(m[6]) or 0,
+		fence = tonumber(m[10]) or 0}
 	local lastsave = redis.pcall('LASTSAVE')
 	if type(lastsave) ~= 'number' then
 		lastsave = 0 -- a server without LASTSAVE: rely on a missing marker
 	end
 	local repl
-	if start and tonumber(m[3]) == lastsave and m[4] then
+	if st.start and tonumber(m[7]) == lastsave and m[8] then
 		if not promotions then
-			return start, maxttl
+			return st
 		end
 		repl = info('replication')
-		if (m[4] == '' and repl == '') or string.find(repl, 'master_replid:' .. m[4] .. '\r', 1, true) then
-			return start, maxttl
+		if (m[8] == '' and repl == '') or string.find(repl, 'master_replid:' .. m[8] .. '\r', 1, true) then
+			return st
 		end
 	end
 	repl = repl or info('replication')
@@ -85,7 +110,8 @@ local function marker(key, now, promotions)
 	-- The parentheses make a failed match one nil, which tonumber takes,
 	-- in every Lua (the in-process server's match returns no value).
 	local promoted = (tonumber((string.match(repl, 'second_repl_offset:(%-?%d+)'))) or -1) ~= -1
-	if promoted and (not start or (m[4] and m[4] ~= replid)) then
+	local start = st.start
+	if promoted and (not start or (m[8] and m[8] ~= replid)) then
 		-- A promotion this slot's marker has not seen: its locks may be
 		-- missing here, so the slot counts as just started.
 		start = math.max(start or 0, now)
@@ -99,21 +125,115 @@ local function marker(key, now, promotions)
 		local up = tonumber((string.match(info('server'), 'uptime_in_seconds:(%d+)'))) or 0
 		start = math.max(start or 0, now - math.max(up - 1, 0) * 1000000)
 	end
-	redis.call('HSET', key, 'start', string.format('%d', start), 'lastsave', lastsave, 'replid', replid)
-	return start, maxttl
+	-- A start that moved (more than the two seconds that the reading of
+	-- the same process's uptime may move it by) is a restart or a
+	-- promotion: the grants the marker records may be lost, and the node
+	-- sits out until they could have ended.
+	if st.start and start > st.start + 2000000 then
+		st.quiet = math.max(st.quiet, st.hi, math.min(st.hi2, start + st.ttl2 * 1000))
+	end
+	if not m[9] then
+		-- A new marker: no client before format 1 may keep data here.
+		local legacy = 'redlock:node:' .. string.sub(key, #'redlock:slot:' + 1)
+		-- HGET, which the least-privilege ACL allows: an earlier marker is
+		-- a hash with a start; format 1 leaves a string (WRONGTYPE).
+		if type(redis.pcall('HGET', legacy, 'start')) == 'string' then
+			error({err = 'FORMAT redlock: this node holds the data of a redlock client older than format 1 (' ..
+				legacy .. '); clients of two formats cannot share nodes: upgrade every client, then delete the old keys'})
+		end
+		redis.call('SET', legacy, 'redlock format ' .. FORMAT)
+	end
+	st.start = start
+	redis.call('HSET', key, 'start', string.format('%d', start), 'quiet', string.format('%d', st.quiet),
+		'lastsave', lastsave, 'replid', replid, 'v', FORMAT)
+	return st
 end
 
--- standing returns the node's age in the slot of the marker at key, in
--- milliseconds, and the largest TTL the marker records, having first
--- recorded ttl and quarantine (ms) there if either is larger. A script
--- that grants refuses while quarantine > 0 and age < maxttl: the node
--- restarted, or was promoted, too recently to know which locks it lost.
-local function standing(key, now, ttl, quarantine)
-	local start, maxttl = marker(key, now, quarantine > 0)
-	if quarantine > maxttl or ttl > maxttl then
-		maxttl = math.max(quarantine, ttl, maxttl)
-		redis.call('HSET', key, 'maxttl', maxttl)
-	end
+-- record returns the part of the marker at key that hold needs, for a
+-- script that extends a grant and needs no more.
+local function record(key)
+	local m = redis.call('HMGET', key, 'until', 'who', 'until2', 'ttl2')
+	return {key = key, hi = tonumber(m[1]) or 0, who = m[2] or '', hi2 = tonumber(m[3]) or 0, ttl2 = tonumber(m[4]) or 0}
+end
+
+-- held returns how long (ms) a grant that the record st knows of may
+-- still be held at now (µs).
+local function held(st, now)
+	return math.max(math.ceil((st.hi - now) / 1000), math.min(math.ceil((st.hi2 - now) / 1000), st.ttl2), 0)
+end
+
+-- standing returns, from the record st at now (µs), the node's age in the
+-- slot (ms), how long a lock granted in the slot may still be held (ms),
+-- and how long the node must still wait before it grants a lock of ttl
+-- (ms) to a client that asks for a quarantine (ms; 0 for none): 0 when it
+-- may grant.
+local function standing(st, now, ttl, quarantine)
 	-- After the node's clock has stepped back, start can lie ahead of now.
-	return math.max(math.floor((now - start) / 1000), 0), maxttl
+	local age = math.max(math.floor((now - st.start) / 1000), 0)
+	local left = held(st, now)
+	local wait = 0
+	if quarantine > 0 then
+		wait = math.max(math.max(quarantine, ttl) - age, math.ceil((st.quiet - now) / 1000), 0)
+	end
+	return age, left, wait
+end
+
+-- hold records in st, the record of a marker, that token holds a grant
+-- in its slot from now (µs) for ttl (ms), setting st.dirty when the
+-- marker's horizon must change (put writes it).
+local function hold(st, token, now, ttl)
+	local e = now + ttl * 1000
+	if (e <= st.hi2 and ttl <= st.ttl2) or (st.who == token and e <= st.hi) then
+		return
+	end
+	st.dirty = true
+	if st.who == token then
+		st.hi = e
+	elseif ttl > 60000 and e > st.hi and e - st.hi2 > st.hi2 - now then
+		-- The grant of token who may still be held: its end joins the
+		-- rest.
+		if st.hi > now then
+			st.ttl2 = math.max(st.ttl2, math.ceil((st.hi - now) / 1000))
+		end
+		st.hi2 = math.max(st.hi, st.hi2)
+		st.hi, st.who = e, token
+	else
+		if st.hi2 <= now then
+			st.ttl2 = 0 -- every grant it covered has ended
+		end
+		st.hi2, st.ttl2 = math.max(st.hi2, e + ttl * 1000), math.max(st.ttl2, ttl)
+	end
+end
+
+-- put writes to the marker of st, in one call, fence as its counter
+-- unless fence is nil, and its horizon if hold changed it.
+local function put(st, fence)
+	local a = {}
+	if fence then
+		a[1], a[2] = 'fence', string.format('%d', fence)
+	end
+	if st.dirty then
+		a[#a + 1], a[#a + 2] = 'until', string.format('%d', st.hi)
+		a[#a + 1], a[#a + 2] = 'who', st.who
+		a[#a + 1], a[#a + 2] = 'until2', string.format('%d', st.hi2)
+		a[#a + 1], a[#a + 2] = 'ttl2', st.ttl2
+		st.dirty = false
+	end
+	if a[1] then
+		redis.call('HSET', st.key, unpack(a))
+	end
+end
+
+-- grant returns the fence of a grant to token in the slot of st at now
+-- (µs) for ttl (ms): max(counter + 1, node clock in µs), which becomes
+-- the slot's counter, written with the grant's horizon. It grows with
+-- every grant in the slot, and after the counter is lost (a restart, a
+-- flush) it still exceeds every earlier fence as long as the node's clock
+-- has not gone back. It is written with %d: tostring would print 1.8e+15.
+local function grant(st, token, now, ttl)
+	local fence = math.max(st.fence + 1, now)
+	st.fence = fence
+	hold(st, token, now, ttl)
+	put(st, fence)
+	return fence
 end

@@ -2,11 +2,12 @@
 -- clean up after a round that failed to get one.
 --
 -- KEYS[1..n]     the slots' lock keys, slot 0 first
--- KEYS[n+1..2n]  their fence counters, in the same order
--- ARGV[1..3]     as release.lua: token, the permit's fence, counter TTL
--- ARGV[4]        n
--- ARGV[5]        the permit's slot; -1 to clean up after a failed round
--- ARGV[6]        the semaphore's key, whose channel announces releases
+-- KEYS[n+1]      the semaphore's size record (see acquire_permit.lua)
+-- KEYS[n+2]      the node marker of the semaphore's hash slot
+-- ARGV[1..2]     as release.lua: value, the permit's fence
+-- ARGV[3]        n
+-- ARGV[4]        the permit's slot; -1 to clean up after a failed round
+-- ARGV[5]        the semaphore's key, whose channel announces releases
 --
 -- Returns {status, told, free}: status and told as release.lua returns
 -- them, for the permit's slot: 1 when its key held the token and was
@@ -19,13 +20,11 @@
 -- agreed on holds that slot for the token too; every slot is looked at,
 -- and each that holds the token is deleted, so that no such grant outlives
 -- the permit. Every deletion is announced on the semaphore's channel,
--- "redlock:released:" .. ARGV[6], where its waiters listen, and
--- raises the slot's counter to the fence; so does the permit's own slot,
--- whatever it holds. As in release.lua, deletions come before writes, so
+-- "redlock:released:" .. ARGV[5], where its waiters listen, and
+-- the slot's counter is raised to the fence, whatever the slots hold. As in release.lua, deletions come before writes, so
 -- that a node out of memory still frees its slots.
-local n, own = tonumber(ARGV[4]), tonumber(ARGV[5])
+local n, own = tonumber(ARGV[3]), tonumber(ARGV[4])
 local status, told, free = 0, 0, 0
-local counters = {} -- to raise to the fence
 for slot = 0, n - 1 do
 	local v = redis.call('GET', KEYS[slot + 1])
 	if not v or v == ARGV[1] then
@@ -36,22 +35,19 @@ for slot = 0, n - 1 do
 		if slot == own or own < 0 then
 			status = 1
 		end
-		local t = redis.pcall('PUBLISH', 'redlock:released:' .. ARGV[6], '')
+		local t = redis.pcall('PUBLISH', 'redlock:released:' .. ARGV[5], '')
 		if type(t) == 'number' then
 			told = told + t
 		end
-		counters[#counters + 1] = KEYS[n + slot + 1]
 	elseif v and slot == own then
 		status = -1
 	end
 end
-if own >= 0 and status ~= 1 then
-	counters[#counters + 1] = KEYS[n + own + 1]
+if free == n and tonumber(redis.call('GET', KEYS[n + 1])) == n then
+	redis.call('DEL', KEYS[n + 1])
 end
-for _, counter in ipairs(counters) do
-	local err = raise(counter, ARGV[2], ARGV[3])
-	if err then
-		return redis.error_reply(err)
-	end
+local err = settle(KEYS[n + 2], ARGV[1], ARGV[2], true)
+if err then
+	return redis.error_reply(err)
 end
 return {status, told, free}

@@ -2,7 +2,9 @@
 --
 -- KEYS[1]  the readers (see rw_read.lua)
 -- KEYS[2]  the node marker (see node.lua)
--- ARGV[1]  the token of the reader being extended
+-- KEYS[3]  the lock key, which holds READERS while readers hold; it lives
+--          as long as the latest reader
+-- ARGV[1]  the value of the reader being extended
 -- ARGV[2]  the new time to live in milliseconds, counted from now
 --
 -- Returns 1 when the token was a live reader and got the new time to
@@ -18,9 +20,12 @@ end
 redis.call('ZADD', KEYS[1], 'XX', string.format('%d', now + tonumber(ARGV[2]) * 1000), ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', now))
 local last = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
-redis.call('PEXPIRE', KEYS[1], math.ceil((last - now) / 1000))
-local maxttl = tonumber(redis.call('HGET', KEYS[2], 'maxttl'))
-if maxttl and tonumber(ARGV[2]) > maxttl then
-	redis.call('HSET', KEYS[2], 'maxttl', ARGV[2])
+local keep = math.ceil((last - now) / 1000)
+redis.call('PEXPIRE', KEYS[1], keep)
+if redis.call('GET', KEYS[3]) == READERS then
+	redis.call('PEXPIRE', KEYS[3], keep)
 end
+local st = record(KEYS[2])
+hold(st, ARGV[1], now, tonumber(ARGV[2]))
+put(st)
 return 1

@@ -1,13 +1,14 @@
 -- rw_read.lua: take a reader's share of a read-write lock on one node.
 -- Runs after node.lua.
 --
--- KEYS[1]  the lock key, which holds the writer's token while one holds
+-- KEYS[1]  the lock key, which holds the writer's value while one holds,
+--          and READERS (see node.lua) while readers hold, so that no lock
+--          and no writer is granted beside them
 -- KEYS[2]  the readers: a sorted set of token -> expiry (µs, node clock)
 -- KEYS[3]  the intents of waiting writers: id -> expiry (µs, node clock)
--- KEYS[4]  the lock's fence counter
--- KEYS[5]  the node marker (see node.lua)
--- ARGV[1..4]  as acquire.lua: token, TTL (ms), quarantine (ms), fence
---             counter TTL (ms)
+-- KEYS[4]  the node marker of its slot (see node.lua), with the fence
+--          counter
+-- ARGV[1..3]  as acquire.lua: value, TTL (ms), quarantine (ms)
 --
 -- Returns what acquire.lua returns: {1, fence, age, maxttl} when the token
 -- is now a reader here; {0, wait, age, maxttl} when a writer holds the key
@@ -19,14 +20,15 @@
 -- others do. The set's own expiry follows its latest member, so that it
 -- never outlives its readers.
 --
--- A reader's fence is the key's floor: max(counter, node clock in µs),
+-- A reader's fence is the slot's floor: max(counter, node clock in µs),
 -- which is written back to the counter, so that the next writer's fence
 -- (counter + 1 at least) exceeds every reader's granted here.
 local now = now_us()
 local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
-local age, maxttl = standing(KEYS[5], now, ttl, quarantine)
-if quarantine > 0 and age < maxttl then
-	return {-1, maxttl - age, age, maxttl}
+local st = marker(KEYS[4], now, quarantine > 0)
+local age, maxttl, wait = standing(st, now, ttl, quarantine)
+if wait > 0 then
+	return {-1, wait, age, maxttl}
 end
 local nows = string.format('%d', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', nows)
@@ -34,9 +36,10 @@ redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', nows)
 if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
 	-- A client library re-sending the call after the first reply was lost
 	-- finds its own grant, as in acquire.lua.
-	return {1, tonumber(redis.call('GET', KEYS[4])) or 0, age, maxttl}
+	return {1, st.fence, age, math.max(maxttl, ttl)}
 end
-if redis.call('EXISTS', KEYS[1]) == 1 then
+local v = redis.call('GET', KEYS[1])
+if v and v ~= READERS then
 	return {0, math.max(redis.call('PTTL', KEYS[1]), 0), age, maxttl}
 end
 local intent = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
@@ -46,12 +49,15 @@ end
 local expiry = now + ttl * 1000
 redis.call('ZADD', KEYS[2], string.format('%d', expiry), ARGV[1])
 local last = tonumber(redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')[2])
-redis.call('PEXPIRE', KEYS[2], math.ceil((last - now) / 1000))
-local fence = now
-local old = tonumber(redis.call('GET', KEYS[4]))
-if old and old >= now then
-	fence = old
+local keep = math.ceil((last - now) / 1000)
+redis.call('PEXPIRE', KEYS[2], keep)
+redis.call('SET', KEYS[1], READERS, 'PX', keep)
+hold(st, ARGV[1], now, ttl)
+local fence = st.fence
+if fence < now then
+	fence = now
+	put(st, fence)
 else
-	redis.call('SET', KEYS[4], nows, 'PX', ARGV[4])
+	put(st)
 end
-return {1, fence, age, maxttl}
+return {1, fence, age, held(st, now)}

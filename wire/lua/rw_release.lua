@@ -2,16 +2,17 @@
 -- node, or clean up after a reader's round that failed.
 --
 -- KEYS[1]  the readers (see rw_read.lua)
--- KEYS[2]  the lock's fence counter
--- ARGV[1..3]  as release.lua: token, the reader's fence, counter TTL (ms)
--- ARGV[4]  the lock key, whose channel announces releases
+-- KEYS[2]  the lock key, which holds READERS while readers hold (see
+--          rw_read.lua), and whose channel announces releases
+-- KEYS[3]  the node marker of its slot (see node.lua)
+-- ARGV[1..2]  as release.lua: value, the reader's fence
 --
 -- Returns {status, told} as release.lua does: status 1 when the token was
 -- a live reader and is removed, 0 when it was not there (expired, or never
 -- granted); a reader is never held by another token, so never -1.
 --
 -- Releasing the last live reader is announced on
--- "redlock:released:" .. ARGV[4], where waiting writers listen. As in
+-- "redlock:released:" .. KEYS[2], where waiting writers listen. As in
 -- release.lua, the removal comes before any write that may use memory,
 -- and the counter is raised to at least the reader's fence.
 local t = redis.call('TIME')
@@ -25,16 +26,26 @@ if score then
 	end
 	redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', now))
 	local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+	local readers = redis.call('GET', KEYS[2]) == READERS
 	if last[2] then
-		redis.call('PEXPIRE', KEYS[1], math.ceil((tonumber(last[2]) - now) / 1000))
-	elseif status == 1 then
-		told = redis.pcall('PUBLISH', 'redlock:released:' .. ARGV[4], '')
-		if type(told) ~= 'number' then
-			told = 0
+		local keep = math.ceil((tonumber(last[2]) - now) / 1000)
+		redis.call('PEXPIRE', KEYS[1], keep)
+		if readers then
+			redis.call('PEXPIRE', KEYS[2], keep)
+		end
+	else
+		if readers then
+			redis.call('DEL', KEYS[2])
+		end
+		if status == 1 then
+			told = redis.pcall('PUBLISH', 'redlock:released:' .. KEYS[2], '')
+			if type(told) ~= 'number' then
+				told = 0
+			end
 		end
 	end
 end
-local err = raise(KEYS[2], ARGV[2], ARGV[3])
+local err = settle(KEYS[3], ARGV[1], ARGV[2], status == 1)
 if err then
 	return redis.error_reply(err)
 end

@@ -1,13 +1,12 @@
 -- rw_write.lua: take the writer's hold of a read-write lock on one node,
 -- or record the writer's intent while readers hold. Runs after node.lua.
 --
--- KEYS[1..5]  as rw_read.lua: the lock key, the readers, the intents, the
---             fence counter and the node marker
--- ARGV[1..4]  as acquire.lua: token, TTL (ms), quarantine (ms), fence
---             counter TTL (ms)
--- ARGV[5]     the writer's intent ID: one for all the rounds of one wait,
+-- KEYS[1..4]  as rw_read.lua: the lock key, the readers, the intents and
+--             the node marker
+-- ARGV[1..3]  as acquire.lua: value, TTL (ms), quarantine (ms)
+-- ARGV[4]     the writer's intent ID: one for all the rounds of one wait,
 --             where each round has a token of its own
--- ARGV[6]     how long the intent lives, in milliseconds
+-- ARGV[5]     how long the intent lives, in milliseconds
 --
 -- Returns what acquire.lua returns: {1, fence, age, maxttl} when the key
 -- now holds the token; {0, wait, age, maxttl} when another token holds the
@@ -23,9 +22,10 @@
 -- writer that is granted drops its intent.
 local now = now_us()
 local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
-local age, maxttl = standing(KEYS[5], now, ttl, quarantine)
-if quarantine > 0 and age < maxttl then
-	return {-1, maxttl - age, age, maxttl}
+local st = marker(KEYS[4], now, quarantine > 0)
+local age, maxttl, wait = standing(st, now, ttl, quarantine)
+if wait > 0 then
+	return {-1, wait, age, maxttl}
 end
 local nows = string.format('%d', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', nows)
@@ -33,10 +33,10 @@ redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', nows)
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
 	-- A retry finds its own grant, as in acquire.lua.
-	return {1, tonumber(redis.call('GET', KEYS[4])) or 0, age, maxttl}
+	return {1, st.fence, age, math.max(maxttl, ttl)}
 end
-local wait
-if v then
+wait = nil
+if v and v ~= READERS then
 	wait = math.max(redis.call('PTTL', KEYS[1]), 0)
 else
 	local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
@@ -45,21 +45,17 @@ else
 	end
 end
 if wait then
-	local expiry = now + tonumber(ARGV[6]) * 1000
-	redis.call('ZADD', KEYS[3], string.format('%d', expiry), ARGV[5])
+	local expiry = now + tonumber(ARGV[5]) * 1000
+	redis.call('ZADD', KEYS[3], string.format('%d', expiry), ARGV[4])
 	local latest = tonumber(redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')[2])
 	redis.call('PEXPIRE', KEYS[3], math.ceil((latest - now) / 1000))
 	return {0, wait, age, maxttl}
 end
+-- The key is free, or holds READERS after its last reader's expiry.
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if redis.call('ZREM', KEYS[3], ARGV[5]) == 1 and redis.call('ZCARD', KEYS[3]) == 0 then
+if redis.call('ZREM', KEYS[3], ARGV[4]) == 1 and redis.call('ZCARD', KEYS[3]) == 0 then
 	redis.call('DEL', KEYS[3])
 end
 -- The fence, as in acquire.lua: max(counter + 1, node clock in µs).
-local fence = now
-local old = tonumber(redis.call('SET', KEYS[4], nows, 'PX', ARGV[4], 'GET'))
-if old and old >= now then
-	fence = old + 1
-	redis.call('SET', KEYS[4], string.format('%d', fence), 'PX', ARGV[4])
-end
-return {1, fence, age, maxttl}
+local fence = grant(st, ARGV[1], now, ttl)
+return {1, fence, age, held(st, now)}

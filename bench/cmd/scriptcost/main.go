@@ -80,18 +80,18 @@ func run() error {
 	for _, s := range wire.Scripts() {
 		src[s.Name()] = s.Source()
 	}
-	lock := func(k string) []string { return []string{k, wire.FenceKey(k), wire.MarkerKey(k)} }
-	fenced := func(k string) []string { return []string{k, wire.FenceKey(k)} }
+	lock := func(k string) []string { return []string{k, wire.MarkerKey(k)} }
+	fenced := lock // the fence counter is the slot's, in its marker
 	one := func(k string) []string { return []string{k} }
 	vs := []variant{
 		{name: "SET NX PX (plain command; redsync's acquire)", keys: one},
 		{name: "a script that only does SET NX PX", script: "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])", keys: one, args: []any{token, "10000"}},
-		{name: "redlock acquire", script: src["acquire"], keys: lock, args: []any{token, "10000", "1", "100000"}, grants: true},
-		{name: "redlock acquire, quarantine off (no INFO replication)", script: src["acquire"], keys: lock, args: []any{token, "10000", "0", "100000"}, grants: true},
-		{name: "TIME, SET NX PX and the fence counter (acquire.lua without the node marker)", script: fenceOnly, keys: fenced, args: []any{token, "10000", "0", "100000"}, grants: true},
+		{name: "redlock acquire", script: src["acquire"], keys: lock, args: []any{token, "10000", "1"}, grants: true},
+		{name: "redlock acquire, quarantine off (no INFO replication)", script: src["acquire"], keys: lock, args: []any{token, "10000", "0"}, grants: true},
+		{name: "TIME, SET NX PX and the fence counter (acquire.lua without the node marker)", script: fenceOnly, keys: fenced, args: []any{token, "10000"}, grants: true},
 		{name: "redlock extend", script: src["extend"], setup: true, keys: func(k string) []string { return []string{k, wire.MarkerKey(k)} }, args: []any{token, "10000"}},
-		{name: "redlock release (fence = the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "0", "100000"}},
-		{name: "redlock release (fence above the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "9000000000000000", "100000"}},
+		{name: "redlock release (fence = the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "0"}},
+		{name: "redlock release (fence above the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "9000000000000000"}},
 		{name: "compare-and-delete and PUBLISH (release.lua without the fence counter)", script: `local v = redis.call("GET", KEYS[1])
 if v == ARGV[1] then redis.call("DEL", KEYS[1]); return redis.pcall("PUBLISH", "redlock:released:" .. KEYS[1], "") elseif v == false then return -1 else return 0 end`, setup: true, keys: one, args: []any{token}},
 		{name: "compare-and-delete (redsync's release)", script: `local v = redis.call("GET", KEYS[1])
@@ -120,12 +120,8 @@ if v == ARGV[1] then return redis.call("DEL", KEYS[1]) elseif v == false then re
 const fenceOnly = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-	local fence = now
-	local old = tonumber(redis.call('SET', KEYS[2], string.format('%d', now), 'PX', ARGV[4], 'GET'))
-	if old and old >= now then
-		fence = old + 1
-		redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[4])
-	end
+	local fence = math.max((tonumber(redis.call('HGET', KEYS[2], 'fence')) or 0) + 1, now)
+	redis.call('HSET', KEYS[2], 'fence', string.format('%d', fence))
 	return {1, fence}
 end
 return {0, redis.call('PTTL', KEYS[1])}`
@@ -165,7 +161,7 @@ func (m *measurer) measure(ctx context.Context, v variant, rep int) (float64, st
 		return 0, "", err
 	}
 	acquire := func(p redis.Pipeliner, k string) {
-		p.EvalSha(ctx, acq, []string{k, wire.FenceKey(k), wire.MarkerKey(k)}, token, "10000", "1", "100000")
+		p.EvalSha(ctx, acq, []string{k, wire.MarkerKey(k)}, token, "10000", "1")
 	}
 	// A node in service has the marker of every hash slot that a lock has
 	// used: write them all, with one lock per slot, before measuring.

@@ -364,7 +364,7 @@ func testCluster(t *testing.T, dial Dialer) {
 	srv.Cluster(t)
 	n := mustDial(t, dial, srv.URL()+"?cluster=true", tlsfiles.Options{Files: clientFiles(t, ca, ca, Leaf{})})
 	lockCycle(t, newClient(t, n), "tls:cluster")
-	if v, err := srv.Do("EXISTS", wire.FenceKey("tls:cluster")); err != nil || v != int64(1) {
+	if v, err := srv.Do("EXISTS", wire.MarkerKey("tls:cluster")); err != nil || v != int64(1) {
 		t.Fatalf("the fence counter is not on the cluster node: %v, %v", v, err)
 	}
 }
