@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // This file is how a lock is acquired, to be read from the top down: the

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // tokenLen is the length of every token (Lock.Token): 24 random bytes in

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/clientx"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // This file is what a Client hands to the operators' API (package admin)

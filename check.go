@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // This file holds every check of what a caller gives: the options, keys,

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // An Election chooses one leader among the candidates that campaign on a

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // A Lock is a held lock: what Client.Lock, Client.TryLock and

@@ -3,7 +3,7 @@ package redlock
 import (
 	"testing"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // TestMain fails the tests if they leave goroutines running.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // The scripts of a read-write lock and of Adopt on a memoryNode, for the

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // nameNode is a Node that only has a name. It serves the tests of argument

@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // This file is what every round shares: the fan-out of one request to all

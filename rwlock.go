@@ -6,8 +6,8 @@ import (
 	"encoding/base64"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // An RWLock is a read-write lock on a key over the Client's nodes: many

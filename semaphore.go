@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // A Semaphore hands out at most n permits on a key at once: a counting

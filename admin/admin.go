@@ -10,8 +10,8 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/clientx"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // A Client is the operators' view of a redlock.Client: it reads what the

@@ -13,7 +13,7 @@ import (
 	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/goredisnode"
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // TestRW runs the read-mostly mix alone on three real servers, and checks

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // StartServers starts n redis-server processes on loopback ports at once,

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // The checker is tested on synthetic histories, written by hand: each must

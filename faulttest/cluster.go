@@ -18,9 +18,9 @@ import (
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/goredisnode"
 	"github.com/quorumlock/redlock/internal/clientx"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/redistest"
-	"github.com/quorumlock/redlock/wire"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -16,7 +16,7 @@
 // REDLOCK_FAULT_ARTIFACTS set every scenario saves its history.
 //
 // Timeline draws a history as an SVG picture (package
-// github.com/quorumlock/redlock/timeline): a lane per client with its
+// github.com/quorumlock/redlock/internal/timeline): a lane per client with its
 // calls and holds, each hold labelled with its fence; a lane per node with
 // the faults; the violations Check found, in red. The test flag -timeline
 // DIR, or REDLOCK_TIMELINE=DIR, writes the picture of every scenario run

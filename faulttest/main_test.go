@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

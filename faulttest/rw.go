@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // This file records read-write locks (Client.RWLock) and the hand-over

@@ -13,8 +13,8 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/admin"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // scenarios is every fault scenario, in the order they run. SAFETY.md says

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/redistest"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // The scenarios of this file: an operator's removal of a stalled holder's

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quorumlock/redlock/timeline"
+	"github.com/quorumlock/redlock/internal/timeline"
 )
 
 // Timeline returns the picture of a history and of the violations Check

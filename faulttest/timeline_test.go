@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/timeline"
+	"github.com/quorumlock/redlock/internal/timeline"
 )
 
 // restartCanary is a history like canary-restart-no-quarantine's: a holds

@@ -11,7 +11,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/gocronlock"
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // run starts e.Run and returns a function that cancels it and returns

@@ -10,7 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/gocronlock"
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // epoch is where the tests' fake clocks start.

@@ -11,7 +11,7 @@ import (
 	"github.com/go-co-op/gocron/v2"
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/goredisnode"
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // The tests run gocron schedulers with the Locker and the Elector over real

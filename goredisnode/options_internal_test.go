@@ -9,7 +9,7 @@ import (
 
 	"github.com/quorumlock/redlock/driver/drivertest"
 	"github.com/quorumlock/redlock/driver/tlsfiles"
-	"github.com/quorumlock/redlock/driver/tlsfiles/tlsfilestest"
+	"github.com/quorumlock/redlock/internal/tlsfilestest"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/quorumlock/redlock/driver/tlsfiles"
-	"github.com/quorumlock/redlock/driver/tlsfiles/tlsfilestest"
 	"github.com/quorumlock/redlock/goredisnode"
+	"github.com/quorumlock/redlock/internal/tlsfilestest"
 )
 
 // TestDialTLS checks Dial's TLS options against servers that require

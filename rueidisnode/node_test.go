@@ -12,7 +12,7 @@ import (
 
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/driver/drivertest"
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/rueidisnode"
 	"github.com/redis/rueidis"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/rueidisnode"
 	"github.com/redis/rueidis"
 )

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/quorumlock/redlock/driver/tlsfiles"
-	"github.com/quorumlock/redlock/driver/tlsfiles/tlsfilestest"
+	"github.com/quorumlock/redlock/internal/tlsfilestest"
 	"github.com/quorumlock/redlock/rueidisnode"
 )
 

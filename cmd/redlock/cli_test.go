@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // A node that nothing listens on: usage errors must be found before any

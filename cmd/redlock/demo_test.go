@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quorumlock/redlock/redistest"
-	"github.com/quorumlock/redlock/timeline"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/timeline"
 )
 
 // The demo works with nothing but this program: embedded nodes.

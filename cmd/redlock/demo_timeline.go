@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/admin"
-	"github.com/quorumlock/redlock/timeline"
+	"github.com/quorumlock/redlock/internal/timeline"
 )
 
 // A demoPhase is a phase of the demo, as it began.

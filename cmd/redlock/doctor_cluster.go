@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // startClusterReplica starts a cluster-enabled redis-server and makes it

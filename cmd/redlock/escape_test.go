@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 func TestPrintable(t *testing.T) {

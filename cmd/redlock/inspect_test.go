@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // tokenID is the ID that redlock shows for a lock key holding token: the

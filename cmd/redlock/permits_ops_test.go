@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/redistest"
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // opsHoldScript records the permit's slot, fence and holder ID in "held",

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/redistest"
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // holdScript records the permit's variables in "env", marks that it runs,

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/driver/drivertest"
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // Nodes that refuse for good make run fail at once, without a wait, with

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 	"golang.org/x/sys/unix"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // release --force removes a lock that a 'redlock run' holds: the run

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // Eight concurrent runs on one key, each incrementing a file with

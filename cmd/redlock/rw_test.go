@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // rwHoldScript records the hold's variables in "env", marks that it runs

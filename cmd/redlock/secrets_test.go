@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // Passwords with a comma, a space or a tab in them (issue 32, item 1):

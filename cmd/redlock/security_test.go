@@ -11,7 +11,7 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/driver/drivertest"
 	"github.com/quorumlock/redlock/goredisnode"
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // securityDoc is the document that gives users the ACL.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/driver/tlsfiles/tlsfilestest"
+	"github.com/quorumlock/redlock/internal/tlsfilestest"
 )
 
 // A tlsNodes is three redis-servers that speak TLS and, as Redis does by

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // testBatch checks EvalBatch: the calls of a batch run in order, each gets

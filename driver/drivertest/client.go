@@ -12,8 +12,8 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/driver"
-	"github.com/quorumlock/redlock/redistest"
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // TestClient checks the lock algorithm through the adapter whose Dial is

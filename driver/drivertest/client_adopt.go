@@ -9,7 +9,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/clientx"
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // testAdopt: Client.Adopt takes over a hold by its token.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // BenchmarkClient measures an uncontended TryLock followed by Release

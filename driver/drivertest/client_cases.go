@@ -13,9 +13,9 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/redistest"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // testScripts checks the single-node building blocks through the adapter:

@@ -9,9 +9,9 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/admin"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/redistest"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // testFailoverQuarantine: three nodes, each a master with a replica that

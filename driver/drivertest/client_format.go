@@ -12,8 +12,8 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/internal/clientx"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // testFormat checks what the data on the nodes promises (issue 31, items

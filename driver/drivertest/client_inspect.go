@@ -15,9 +15,9 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/internal/clientx"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/redistest"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // LeastPrivilege is the ACL rule set, for ACL SETUSER, with which a user

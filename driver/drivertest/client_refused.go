@@ -13,8 +13,8 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/redistest"
 )
 
 // testRefused covers nodes that refuse for good: a wrong password, none

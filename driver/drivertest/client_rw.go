@@ -14,8 +14,8 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/internal/clientx"
-	"github.com/quorumlock/redlock/redistest"
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // testRWLock: read-write locks (Client.RWLock) on real servers.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/admin"
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // testSemaphoreOperator: Semaphore.Inspect shows each slot's holder and

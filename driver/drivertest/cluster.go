@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // ExerciseCluster checks n, a node whose client talks to the Redis Cluster

@@ -9,7 +9,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/driver"
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 func testDialServerDown[N Node](t *testing.T, a Adapter[N]) {

@@ -29,7 +29,7 @@
 // constructor for a client the caller already has.
 //
 // The checks start their own servers with package
-// [github.com/quorumlock/redlock/redistest], which needs redis-server
+// [github.com/quorumlock/redlock/internal/redistest], which needs redis-server
 // (Redis 7 or later) in PATH, and check what reached the servers with
 // connections of their own, never with the library under test. The
 // package imports no client library.

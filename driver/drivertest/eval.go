@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
-	"github.com/quorumlock/redlock/redistest"
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 func testScripts[N Node](t *testing.T, a Adapter[N]) {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
-	"github.com/quorumlock/redlock/redistest"
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // ExerciseFailover checks n, a node whose client asks the Sentinel

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // writeCert writes a self-signed certificate for 127.0.0.1 and its key to

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/quorumlock/redlock/driver/tlsfiles"
-	"github.com/quorumlock/redlock/driver/tlsfiles/tlsfilestest"
+	"github.com/quorumlock/redlock/internal/tlsfilestest"
 )
 
 func TestOptionsApply(t *testing.T) {

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/driver/tlsfiles"
-	"github.com/quorumlock/redlock/driver/tlsfiles/tlsfilestest"
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/tlsfilestest"
 )
 
 // TestMain fails the tests if they leave goroutines running.

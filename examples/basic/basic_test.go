@@ -15,8 +15,8 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/goredisnode"
-	"github.com/quorumlock/redlock/redistest"
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // startNodes starts three fresh redis-server processes for t and returns

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }

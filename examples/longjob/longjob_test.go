@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // startNodes starts three fresh redis-server processes for t and returns

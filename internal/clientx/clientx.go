@@ -11,8 +11,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // A Round is what one round of an operator's request read of every node.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // TestMain fails the tests if they leave goroutines running.

@@ -32,8 +32,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/bench"
-	"github.com/quorumlock/redlock/redistest"
-	"github.com/quorumlock/redlock/wire"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 

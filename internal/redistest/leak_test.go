@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 // childEnv makes TestChildLeaks leak, in a child process.
 const childEnv = "LEAKTEST_CHILD"
 
-const self = "github.com/quorumlock/redlock/redistest."
+const self = "github.com/quorumlock/redlock/internal/redistest."
 
 // blocked runs until stop is closed.
 func blocked(stop <-chan struct{}) { <-stop }

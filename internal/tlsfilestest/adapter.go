@@ -13,8 +13,8 @@ import (
 	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/driver/tlsfiles"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
-	"github.com/quorumlock/redlock/wire"
 )
 
 // A Node is what an adapter's Dial returns: a driver.Node that Close

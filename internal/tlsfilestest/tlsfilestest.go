@@ -31,7 +31,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/redistest"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // A CA is a certificate authority that issues certificates.

@@ -34,7 +34,7 @@ var allowed = []allowance{
 	// This package starts redis-server processes with a parent-death
 	// signal from one goroutine locked to its thread for good: the kernel
 	// kills the servers when that thread ends, so it must outlive them all.
-	{"github.com/quorumlock/redlock/redistest.starterLoop", "the thread that redis-server processes are started from, which must outlive them"},
+	{"github.com/quorumlock/redlock/internal/redistest.starterLoop", "the thread that redis-server processes are started from, which must outlive them"},
 }
 
 type allowance struct{ function, why string }
