@@ -22,10 +22,6 @@ import (
 // clients; package driver says what any other client must do to be one.
 type Node = driver.Node
 
-// MaxOwnerLen is the longest Options.Owner, and the longest value an
-// election's candidate campaigns with, in bytes.
-const MaxOwnerLen = 64
-
 // The defaults of Options, and the limits of a lock's arguments.
 const (
 	defaultDriftFactor    = 0.01
