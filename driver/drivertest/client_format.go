@@ -28,6 +28,7 @@ func (s *suite) testFormat(t *testing.T) {
 	t.Run("SemaphoreSize", s.testSemaphoreSize)
 	t.Run("LongLockEffectEnds", s.testLongLockEnds)
 	t.Run("FormatVersion", s.testFormatVersion)
+	t.Run("HorizonCoversRestart", s.testHorizonCoversRestart)
 }
 
 // testFormatVersion: a client refuses nodes that hold the data of another
@@ -369,5 +370,53 @@ func (s *suite) testLongLockEnds(t *testing.T) {
 		if st.Health != observe.NodeHealthy {
 			t.Errorf("node %d: %v, want healthy", i, st.Health)
 		}
+	}
+}
+
+// testHorizonCoversRestart: a client that learns of a lock only from the
+// nodes still holds back the nodes that restarted and lost it, while it
+// may be held. Lock x is granted inside the horizon an earlier lock y of
+// its slot set, so its grant writes nothing to the marker; two of three
+// nodes then restart empty. A fresh client that asks for a short lock on
+// x hears of x's TTL only from the third node, and must not count the
+// restarted nodes, which are younger than x's TTL, until x has ended.
+func (s *suite) testHorizonCoversRestart(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	a := s.client(t, cl.urls(), &redlock.Options{DisableQuarantine: true, Tries: 1})
+	ctx, key := ctxT(t), keyFor(t)
+	x, y := "{"+key+"}x", "{"+key+"}y"
+	// Long enough that the restarted nodes' age, which a node reports up
+	// to a second short, passes the time x has left.
+	const ttl = 6 * time.Second
+	t0 := time.Now()
+	if _, err := a.TryLock(ctx, y, ttl); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl * 9 / 10)
+	lx, err := a.TryLock(ctx, x, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, srv := range cl.servers[:2] {
+		if err := srv.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The restarted nodes are now younger than x's TTL by less than the
+	// time x has left: the time left alone would let them vote.
+	time.Sleep(time.Until(t0.Add(ttl * 16 / 10)))
+	b := s.quarantineClient(t, cl.urls(), &redlock.Options{Tries: 1}) // the default quarantine
+	tries := 0
+	for time.Now().Before(lx.Until()) {
+		tries++
+		l, err := b.TryLock(ctx, x, time.Second)
+		if err == nil {
+			t.Fatalf("a fresh client got %s %v after the first grant, while the lock granted before two nodes restarted is valid for %v more: two holders", x, time.Since(t0), time.Until(lx.Until()))
+			l.Release(ctx)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if tries == 0 {
+		t.Fatal("the machine was too slow: x had ended before the fresh client tried")
 	}
 }

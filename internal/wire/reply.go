@@ -35,7 +35,7 @@ type Reply struct {
 	Fence  int64         // acquire: the node's fence; inspect: the fence counter; leader: the leader's term
 	Slot   int           // acquire: the semaphore slot granted; 0 for a lock
 	Age    time.Duration // acquire, probe, inspect: how long ago the node's process started; -1 until known
-	MaxTTL time.Duration // acquire, probe, inspect: how long a lock granted in the key's slot may still be held
+	MaxTTL time.Duration // acquire, probe, inspect: the longest TTL of a grant in the key's slot that may still be held
 	Clock  int64         // probe: the node's clock in ms since 1970; inspect: in µs
 	Woke   int64         // release, force: how many waiters the node told
 	Free   int64         // a semaphore's release: how many slots were free after it

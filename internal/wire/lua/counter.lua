@@ -31,6 +31,7 @@ local function settle(key, token, fence, freed)
 	if freed and m[2] == token then
 		a[#a + 1], a[#a + 2] = 'who', ''
 		a[#a + 1], a[#a + 2] = 'until', m[3] or '0'
+		a[#a + 1], a[#a + 2] = 'ttl1', '0'
 	end
 	if a[1] then
 		local r = redis.pcall('HSET', key, unpack(a))

@@ -26,7 +26,7 @@ if v and v ~= READERS then
 	held, pttl = 1, redis.call('PTTL', KEYS[1])
 	id, owner = holder(v)
 end
-local m = redis.call('HMGET', KEYS[2], 'start', 'until', 'until2', 'ttl2', 'fence')
+local m = redis.call('HMGET', KEYS[2], 'start', 'until', 'until2', 'ttl2', 'fence', 'ttl1')
 local fence = tonumber(m[5]) or 0
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -34,8 +34,15 @@ local age = -1
 if m[1] then
 	age = math.max(math.floor((now - tonumber(m[1])) / 1000), 0)
 end
-local left = math.max(math.ceil(((tonumber(m[2]) or 0) - now) / 1000),
-	math.min(math.ceil(((tonumber(m[3]) or 0) - now) / 1000), tonumber(m[4]) or 0), 0)
+-- left is the longest TTL of a grant that may still be held, as held in
+-- node.lua reports it.
+local left = 0
+if (tonumber(m[2]) or 0) > now then
+	left = tonumber(m[6]) or 0
+end
+if (tonumber(m[3]) or 0) > now then
+	left = math.max(left, tonumber(m[4]) or 0)
+end
 local out = {held, id, owner, pttl, fence, age, left, string.format('%d', now)}
 -- They are read with pcall: a user whose ACL predates read-write locks,
 -- and allows no sorted-set command, still inspects locks, and sees no

@@ -7,16 +7,17 @@
 -- acquire, KEYS[1] in probe), with these fields:
 --   start     when this redis-server process started, or was promoted from
 --             replica to master, in microseconds of the node's clock;
---   until     with until2 and ttl2, how long a lock granted in the slot
---   until2    may still be held: every grant or extension that the node
---   ttl2      has not seen released ends by until (µs), or by until2 (µs)
---   who       and within ttl2 (ms) of its grant; one that ends after
---             until2 is the grant of token who. A grant longer than a
---             minute that ends after both takes until and who, and its
---             release gives until back (until = until2): the effect of a
---             long lock ends once it can no longer be held. Other grants
---             raise until2, with as much again to spare, so that most
---             grants of a TTL in use write nothing, and ttl2 to their TTL;
+--   until     with the fields below, how long a lock granted in the slot
+--   ttl1      may still be held: every grant or extension that the node
+--   who       has not seen released ends by until (µs) and has a TTL of
+--   until2    at most ttl1 (ms), when it is the grant of token who, or
+--   ttl2      ends by until2 (µs) with a TTL of at most ttl2 (ms). A grant
+--             longer than a minute that ends after both takes until, ttl1
+--             and who, and its release gives until back (until = until2,
+--             ttl1 = 0): the effect of a long lock ends once it can no
+--             longer be held. Other grants raise until2, with as much
+--             again to spare, so that most grants of a TTL in use write
+--             nothing, and ttl2 to their TTL;
 --   quiet     when the quarantine that the last start imposed ends (µs):
 --             the latest end of a grant the marker records, as it held
 --             them at the start;
@@ -83,14 +84,14 @@ local READERS = '=readers'
 -- On the common path, a marker up to date, the replication ID is only
 -- looked for in the INFO text; it is parsed only to write a marker.
 local function marker(key, now, promotions)
-	local m = redis.call('HMGET', key, 'start', 'quiet', 'until', 'who', 'until2', 'ttl2', 'lastsave', 'replid', 'v', 'fence')
+	local m = redis.call('HMGET', key, 'start', 'quiet', 'until', 'who', 'until2', 'ttl2', 'lastsave', 'replid', 'v', 'fence', 'ttl1')
 	if m[9] ~= FORMAT and (m[9] or m[1]) then
 		error({err = 'FORMAT redlock: this node holds redlock data of format ' .. tostring(m[9]) ..
 			', and this client keeps format ' .. FORMAT .. '; clients of two formats cannot share nodes'})
 	end
 	local st = {key = key, start = tonumber(m[1]), quiet = tonumber(m[2]) or 0,
 		hi = tonumber(m[3]) or 0, who = m[4] or '', hi2 = tonumber(m[5]) or 0, ttl2 = tonumber(m[6]) or 0,
-		fence = tonumber(m[10]) or 0}
+		fence = tonumber(m[10]) or 0, ttl1 = tonumber(m[11]) or 0}
 	local lastsave = redis.pcall('LASTSAVE')
 	if type(lastsave) ~= 'number' then
 		lastsave = 0 -- a server without LASTSAVE: rely on a missing marker
@@ -152,14 +153,27 @@ end
 -- record returns the part of the marker at key that hold needs, for a
 -- script that extends a grant and needs no more.
 local function record(key)
-	local m = redis.call('HMGET', key, 'until', 'who', 'until2', 'ttl2')
-	return {key = key, hi = tonumber(m[1]) or 0, who = m[2] or '', hi2 = tonumber(m[3]) or 0, ttl2 = tonumber(m[4]) or 0}
+	local m = redis.call('HMGET', key, 'until', 'who', 'until2', 'ttl2', 'ttl1')
+	return {key = key, hi = tonumber(m[1]) or 0, who = m[2] or '', hi2 = tonumber(m[3]) or 0, ttl2 = tonumber(m[4]) or 0,
+		ttl1 = tonumber(m[5]) or 0}
 end
 
--- held returns how long (ms) a grant that the record st knows of may
--- still be held at now (µs).
+-- held returns the longest TTL (ms) of a grant that the record st knows
+-- of and that may still be held at now (µs); 0 when none may. It is a
+-- TTL, not the time left: a client holds a node that restarted back
+-- while the node is younger than it (see quarantine.go). A grant lost in
+-- the restart was made before the node's start and is still held, so its
+-- TTL exceeds the node's age; the time left of a grant made before the
+-- restart does not, and would let the node vote while the grant is held.
 local function held(st, now)
-	return math.max(math.ceil((st.hi - now) / 1000), math.min(math.ceil((st.hi2 - now) / 1000), st.ttl2), 0)
+	local t = 0
+	if st.hi > now then
+		t = st.ttl1
+	end
+	if st.hi2 > now then
+		t = math.max(t, st.ttl2)
+	end
+	return t
 end
 
 -- standing returns, from the record st at now (µs), the node's age in the
@@ -188,15 +202,15 @@ local function hold(st, token, now, ttl)
 	end
 	st.dirty = true
 	if st.who == token then
-		st.hi = e
+		st.hi, st.ttl1 = math.max(st.hi, e), math.max(st.ttl1, ttl)
 	elseif ttl > 60000 and e > st.hi and e - st.hi2 > st.hi2 - now then
-		-- The grant of token who may still be held: its end joins the
-		-- rest.
+		-- The grant of token who may still be held: its end and its TTL
+		-- join the rest.
 		if st.hi > now then
-			st.ttl2 = math.max(st.ttl2, math.ceil((st.hi - now) / 1000))
+			st.ttl2 = math.max(st.ttl2, st.ttl1)
 		end
 		st.hi2 = math.max(st.hi, st.hi2)
-		st.hi, st.who = e, token
+		st.hi, st.who, st.ttl1 = e, token, ttl
 	else
 		if st.hi2 <= now then
 			st.ttl2 = 0 -- every grant it covered has ended
@@ -217,6 +231,7 @@ local function put(st, fence)
 		a[#a + 1], a[#a + 2] = 'who', st.who
 		a[#a + 1], a[#a + 2] = 'until2', string.format('%d', st.hi2)
 		a[#a + 1], a[#a + 2] = 'ttl2', st.ttl2
+		a[#a + 1], a[#a + 2] = 'ttl1', st.ttl1
 		st.dirty = false
 	end
 	if a[1] then
