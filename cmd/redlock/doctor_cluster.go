@@ -124,8 +124,8 @@ func checkReplication(n *nodeReport, info map[string]string, noQuarantine bool) 
 // masters and their replicas (CLUSTER NODES), and on each master the
 // checks of a server (version, persistence, eviction, replication,
 // promotion) and the lock client's records of one of its slots.
-func examineCluster(ctx context.Context, cc *redis.ClusterClient, timeout time.Duration, noQuarantine bool, n *nodeReport) {
-	ctx, cancel := context.WithTimeout(ctx, 6*timeout)
+func examineCluster(base context.Context, cc *redis.ClusterClient, timeout time.Duration, noQuarantine bool, n *nodeReport) {
+	ctx, cancel := context.WithTimeout(base, 6*timeout)
 	defer cancel()
 	n.Role = "cluster"
 	if !checkReachable(ctx, cc, timeout, n) {
@@ -145,7 +145,7 @@ func examineCluster(ctx context.Context, cc *redis.ClusterClient, timeout time.D
 	var mu sync.Mutex
 	err = cc.ForEachMaster(ctx, func(ctx context.Context, mc *redis.Client) error {
 		m := nodeReport{Node: mc.Options().Addr}
-		examineMaster(ctx, mc, timeout, noQuarantine, &m)
+		examineMaster(ctx, base, mc, timeout, noQuarantine, &m)
 		mu.Lock()
 		n.Masters = append(n.Masters, m)
 		mu.Unlock()
@@ -246,9 +246,10 @@ func firstSlot(s string) int {
 }
 
 // examineMaster runs the checks of one server on a master of a cluster:
-// its slots and replicas as it sees them (CLUSTER NODES), and the lock
-// records of one of its slots.
-func examineMaster(ctx context.Context, mc *redis.Client, timeout time.Duration, noQuarantine bool, m *nodeReport) {
+// its slots and replicas as it sees them (CLUSTER NODES), the lock
+// records of one of its slots, all under ctx; and the node markers of its
+// slots under base (see checkMarkers).
+func examineMaster(ctx, base context.Context, mc *redis.Client, timeout time.Duration, noQuarantine bool, m *nodeReport) {
 	if !checkReachable(ctx, mc, timeout, m) {
 		return
 	}
@@ -310,7 +311,7 @@ func examineMaster(ctx context.Context, mc *redis.Client, timeout time.Duration,
 	checkEviction(m, info)
 	if me != nil {
 		checkSlotRecords(ctx, mc, timeout, m, me.slots, info["master_replid"])
-		checkMarkers(ctx, mc, timeout, noQuarantine, m, me.slots)
+		checkMarkers(base, mc, timeout, noQuarantine, m, me.slots)
 	}
 }
 
