@@ -214,9 +214,7 @@ func horizon(vals []any, now, limit float64) (markerReport, bool) {
 	}
 	str := func(i int) string { s, _ := vals[i].(string); return s }
 	quiet, until, until2, ttl2 := number(str(0)), number(str(1)), number(str(2)), number(str(3))
-	// As the function held of lua/node.lua, in milliseconds.
-	byUntil := math.Ceil((until - now) / 1000)
-	byUntil2 := min(math.Ceil((until2-now)/1000), ttl2)
+	byUntil, byUntil2 := held(until, until2, ttl2, now)
 	m := markerReport{
 		Quiet: str(0), Until: str(1), Until2: str(2), TTL2: str(3),
 		heldBack:     max(math.Ceil((quiet-now)/1000), 0),
@@ -239,6 +237,15 @@ func horizon(vals []any, now, limit float64) (markerReport, bool) {
 	}
 	m.HeldBackMs, m.AfterRestartMs = msInt(m.heldBack), msInt(m.afterRestart)
 	return m, true
+}
+
+// held returns how long (ms) a lock granted in a slot may still be held at
+// now (µs), as the function held of lua/node.lua computes it from the
+// marker's until, until2 (µs) and ttl2 (ms): the larger of the two, and
+// of 0. The grant that until records ends by byUntil; every other by
+// byUntil2.
+func held(until, until2, ttl2, now float64) (byUntil, byUntil2 float64) {
+	return math.Ceil((until - now) / 1000), min(math.Ceil((until2-now)/1000), ttl2)
 }
 
 // number reads a marker's field as the scripts do, with Lua's tonumber:
