@@ -133,7 +133,7 @@ type nodeReport struct {
 	Slots       string         `json:"slots,omitempty"`        // a cluster's master: the slots it serves
 	SlotRecords *slotRecords   `json:"slot_records,omitempty"` // ... and the lock records of one of them
 
-	OversizedMarkers []markerReport `json:"oversized_markers,omitempty"` // markers whose largest TTL is above the maximum TTL
+	OversizedMarkers []markerReport `json:"oversized_markers,omitempty"` // markers that hold their slots back longer than the maximum TTL
 
 	Findings []finding `json:"findings"`
 }
@@ -226,10 +226,12 @@ func runDoctor(ctx context.Context, w io.Writer, nf *nodeFlags, df *reportFlags)
 
 // examine runs the checks that need the node's own answers to commands
 // other than the lock scripts: each command within timeout, all within
-// three times that. It stops after the reachability check if the node does
+// three times that, but for the check of the node markers, which reads
+// one record per hash slot and has a budget of its own (see
+// checkMarkers). It stops after the reachability check if the node does
 // not answer.
-func examine(ctx context.Context, rc redis.Cmdable, timeout time.Duration, noQuarantine bool, n *nodeReport) {
-	ctx, cancel := context.WithTimeout(ctx, 3*timeout)
+func examine(base context.Context, rc redis.Cmdable, timeout time.Duration, noQuarantine bool, n *nodeReport) {
+	ctx, cancel := context.WithTimeout(base, 3*timeout)
 	defer cancel()
 	if !checkReachable(ctx, rc, timeout, n) {
 		return
@@ -244,7 +246,7 @@ func examine(ctx context.Context, rc redis.Cmdable, timeout time.Duration, noQua
 	checkPersistence(ctx, rc, timeout, n, info)
 	checkEviction(n, info)
 	if info["cluster_enabled"] != "1" {
-		checkMarkers(ctx, rc, timeout, noQuarantine, n, nil)
+		checkMarkers(base, rc, timeout, noQuarantine, n, nil)
 	}
 }
 

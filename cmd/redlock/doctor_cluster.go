@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,17 +41,18 @@ type replicaReport struct {
 
 // A slotRecords is what a master holds in the lock client's records of
 // one hash slot (see wire.MarkerKey): when the slot's records saw the
-// process start or the promotion, the largest TTL used in the slot, and
-// the replication ID they last saw.
+// process start or the promotion, how long a lock granted in the slot may
+// still be held, and the replication ID they last saw.
 type slotRecords struct {
 	Slot       int    `json:"slot"`
 	Key        string `json:"key"`              // a key of the slot, whose records were read
 	Present    bool   `json:"present"`          // the slot has records
 	AgeSeconds int64  `json:"age_s,omitempty"`  // since the records' start
-	MaxTTLMs   int64  `json:"max_ttl_ms"`       // the largest TTL used in the slot
+	HeldMs     int64  `json:"held_ms"`          // how long a lock granted in the slot may still be held: what a restart or a promotion now would make it sit out
+	TTL2Ms     int64  `json:"ttl2_ms"`          // the largest TTL of the slot's recent grants (the records' ttl2), but for its longest
 	ReplID     string `json:"replid,omitempty"` // the replication ID the records last saw
 	Stale      bool   `json:"stale"`            // they saw another ID, on a promoted master: the slot quarantines at its first use
-	Remaining  int64  `json:"quarantine_ms"`    // how long the slot is still in quarantine, by its own records
+	Remaining  int64  `json:"quarantine_ms"`    // how long the slot is still in quarantine, by its own records (their quiet)
 }
 
 // replicasOf returns the replicas that a master's INFO replication lists
@@ -124,8 +126,8 @@ func checkReplication(n *nodeReport, info map[string]string, noQuarantine bool) 
 // masters and their replicas (CLUSTER NODES), and on each master the
 // checks of a server (version, persistence, eviction, replication,
 // promotion) and the lock client's records of one of its slots.
-func examineCluster(ctx context.Context, cc *redis.ClusterClient, timeout time.Duration, noQuarantine bool, n *nodeReport) {
-	ctx, cancel := context.WithTimeout(ctx, 6*timeout)
+func examineCluster(base context.Context, cc *redis.ClusterClient, timeout time.Duration, noQuarantine bool, n *nodeReport) {
+	ctx, cancel := context.WithTimeout(base, 6*timeout)
 	defer cancel()
 	n.Role = "cluster"
 	if !checkReachable(ctx, cc, timeout, n) {
@@ -145,7 +147,7 @@ func examineCluster(ctx context.Context, cc *redis.ClusterClient, timeout time.D
 	var mu sync.Mutex
 	err = cc.ForEachMaster(ctx, func(ctx context.Context, mc *redis.Client) error {
 		m := nodeReport{Node: mc.Options().Addr}
-		examineMaster(ctx, mc, timeout, noQuarantine, &m)
+		examineMaster(ctx, base, mc, timeout, noQuarantine, &m)
 		mu.Lock()
 		n.Masters = append(n.Masters, m)
 		mu.Unlock()
@@ -246,9 +248,10 @@ func firstSlot(s string) int {
 }
 
 // examineMaster runs the checks of one server on a master of a cluster:
-// its slots and replicas as it sees them (CLUSTER NODES), and the lock
-// records of one of its slots.
-func examineMaster(ctx context.Context, mc *redis.Client, timeout time.Duration, noQuarantine bool, m *nodeReport) {
+// its slots and replicas as it sees them (CLUSTER NODES), the lock
+// records of one of its slots, all under ctx; and the node markers of its
+// slots under base (see checkMarkers).
+func examineMaster(ctx, base context.Context, mc *redis.Client, timeout time.Duration, noQuarantine bool, m *nodeReport) {
 	if !checkReachable(ctx, mc, timeout, m) {
 		return
 	}
@@ -310,7 +313,7 @@ func examineMaster(ctx context.Context, mc *redis.Client, timeout time.Duration,
 	checkEviction(m, info)
 	if me != nil {
 		checkSlotRecords(ctx, mc, timeout, m, me.slots, info["master_replid"])
-		checkMarkers(ctx, mc, timeout, noQuarantine, m, me.slots)
+		checkMarkers(base, mc, timeout, noQuarantine, m, me.slots)
 	}
 }
 
@@ -321,8 +324,9 @@ const slotProbeKeys = 1024
 
 // checkSlotRecords finds a key in one of the master's slots and reads the
 // lock client's records of that slot, without writing them: how long ago
-// they saw the process start or the promotion, the largest TTL used in
-// the slot, and whether they saw the master's replication ID. Records of
+// they saw the process start or the promotion, how long a lock granted in
+// the slot may still be held, how long the quarantine of the last start
+// lasts, and whether they saw the master's replication ID. Records of
 // another ID on a promoted master make the slot quarantine at its first
 // use. (The lock client's probe, which doctor also runs, writes the
 // records of the slot of the empty key, wherever it is.)
@@ -357,7 +361,7 @@ func checkSlotRecords(ctx context.Context, mc *redis.Client, timeout time.Durati
 	var vals []any
 	var now time.Time
 	err := within(ctx, timeout, func(ctx context.Context) (err error) {
-		if vals, err = mc.HMGet(ctx, wire.MarkerKey(rec.Key), wire.MarkerStart, wire.MarkerUntil, wire.MarkerReplID, wire.MarkerQuiet).Result(); err != nil {
+		if vals, err = mc.HMGet(ctx, wire.MarkerKey(rec.Key), wire.MarkerStart, wire.MarkerUntil, wire.MarkerReplID, wire.MarkerQuiet, markerUntil2, markerTTL2).Result(); err != nil {
 			return err
 		}
 		now, err = mc.Time(ctx).Result()
@@ -368,9 +372,8 @@ func checkSlotRecords(ctx context.Context, mc *redis.Client, timeout time.Durati
 		return
 	}
 	str := func(v any) string { s, _ := v.(string); return s }
-	// until and quiet are µs of the node's clock (see wire.MarkerUntil):
-	// maxttl is how long a lock granted in the slot may still be held.
-	start, maxttl := atoi(str(vals[0])), max(atoi(str(vals[1]))-now.UnixMicro(), 0)/1000
+	nowUs := float64(now.UnixMicro())
+	start := atoi(str(vals[0]))
 	rec.ReplID = str(vals[2])
 	rec.Present = str(vals[0]) != ""
 	if !rec.Present {
@@ -382,22 +385,24 @@ func checkSlotRecords(ctx context.Context, mc *redis.Client, timeout time.Durati
 		return
 	}
 	age := now.Sub(time.UnixMicro(start))
-	rec.AgeSeconds, rec.MaxTTLMs = int64(age/time.Second), maxttl
+	ttl2 := number(str(vals[5]))
+	byUntil, byUntil2 := held(number(str(vals[1])), number(str(vals[4])), ttl2, nowUs)
+	rec.AgeSeconds = int64(age / time.Second)
+	rec.HeldMs, rec.TTL2Ms = msInt(max(byUntil, byUntil2, 0)), msInt(max(ttl2, 0))
+	rec.Remaining = msInt(max(math.Ceil((number(str(vals[3]))-nowUs)/1000), 0))
 	rec.Stale = m.Promoted && rec.ReplID != replid
-	ttl := time.Duration(maxttl) * time.Millisecond
-	if left := max(ttl-age, time.UnixMicro(atoi(str(vals[3]))).Sub(now)); left > 0 {
-		rec.Remaining = left.Milliseconds()
-	}
+	heldText := fmt.Sprintf("a lock granted in it may still be held for %s; largest recent TTL %s",
+		msText(float64(rec.HeldMs)), msText(float64(rec.TTL2Ms)))
 	switch {
 	case rec.Stale:
-		m.add(levelInfo, "slot records", "slot %d's records predate the promotion (they saw replication ID %s): the slot sits out one quarantine (largest TTL used in it: %v) at its first use",
-			rec.Slot, rec.ReplID, ttl)
+		m.add(levelInfo, "slot records", "slot %d's records predate the promotion (they saw replication ID %s): the slot sits out one quarantine at its first use (%s)",
+			rec.Slot, rec.ReplID, heldText)
 	case rec.Remaining > 0:
-		m.add(levelInfo, "slot records", "slot %d's records started %v ago, less than the largest TTL used in it (%v): the slot is in quarantine for %v more",
-			rec.Slot, roundDur(age), ttl, roundDur(time.Duration(rec.Remaining)*time.Millisecond))
+		m.add(levelInfo, "slot records", "slot %d's records started %v ago: the slot is in quarantine for %s more, until the locks granted before the start have ended (%s)",
+			rec.Slot, roundDur(age), msText(float64(rec.Remaining)), heldText)
 	default:
-		m.add(levelOK, "slot records", "slot %d's records started %v ago, past the largest TTL used in it (%v): the slot votes",
-			rec.Slot, roundDur(age), ttl)
+		m.add(levelOK, "slot records", "slot %d's records started %v ago, out of quarantine: the slot votes (%s)",
+			rec.Slot, roundDur(age), heldText)
 	}
 }
 

@@ -113,7 +113,7 @@ func TestDoctorCluster(t *testing.T) {
 	}
 	r = run(t, "doctor", "--nodes", cl.URL())
 	expect(t, r, 0, "1 replica(s): "+replica.Addr()+" (online)",
-		"slot "+strconv.Itoa(n.Masters[0].SlotRecords.Slot)+"'s records started", "largest TTL used in it (5s)")
+		"slot "+strconv.Itoa(n.Masters[0].SlotRecords.Slot)+"'s records started", "out of quarantine: the slot votes", "largest recent TTL 5s")
 
 	// The replica takes over (without the other masters' votes, which a
 	// test cannot wait for); its old master becomes its replica.
@@ -165,7 +165,7 @@ func TestDoctorCluster(t *testing.T) {
 	r = run(t, "doctor", "--nodes", cl.URL())
 	expect(t, r, 0, "master "+replica.Addr()+" (slots 0-5460)",
 		"promoted from replica to master since its process started",
-		"records predate the promotion", "sits out one quarantine (largest TTL used in it: 5s) at its first use",
+		"records predate the promotion", "sits out one quarantine at its first use", "largest recent TTL 5s",
 		"1 replica(s): "+masters[0].Addr())
 	rep = doctorJSON(t, 0, "--nodes", cl.URL())
 	if m := rep.Nodes[0].Masters[0]; !m.Promoted || m.SlotRecords == nil || !m.SlotRecords.Stale || !rep.Nodes[0].Promoted {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,27 +16,63 @@ import (
 
 // This file holds doctor's check of the node markers: the hash per
 // cluster hash slot in which the lock scripts record when the node
-// started and the largest TTL used in the slot (see wire.MarkerKey and
-// lua/node.lua). A slot sits out a quarantine of its largest TTL after a
-// restart or a promotion, and refuses grants while it does; a largest TTL
-// above the maximum TTL, which only a client with a larger Options.MaxTTL,
-// an older release or a hand with write access to the nodes can have
-// written, holds the slot back for longer than any lock can be held.
+// started and how long the locks granted in the slot may still be held
+// (format 1, see wire.MarkerKey and lua/node.lua). The fields that hold a
+// slot back are its horizon:
+//
+//   - quiet (µs of the node's clock): when the quarantine that the last
+//     restart or promotion imposed ends; the slot refuses grants to a
+//     client that asks for quarantine until then;
+//   - until (µs) and who: the end of the longest grant the node has not
+//     seen released, and the value (token and owner) of that grant;
+//   - until2 (µs) and ttl2 (ms): every other grant ends by until2, and
+//     within ttl2 of its start.
+//
+// At a restart or a promotion the scripts set quiet to the latest end of
+// a grant that the horizon records, as the Lua function held computes it:
+// max(until, min(until2, start + ttl2)). A client refuses TTLs above its
+// Options.MaxTTL, so none of these lies more than the maximum TTL ahead,
+// unless a client with a larger MaxTTL, an older release or a hand with
+// write access to the nodes wrote it: then the marker holds its slot back
+// for longer than any lock can be held.
 
-// A markerReport is one node marker whose largest TTL is above the
-// maximum TTL.
+// The horizon fields of a node marker that the wire package does not
+// name (see lua/node.lua).
+const (
+	markerUntil2 = "until2"
+	markerTTL2   = "ttl2"
+	markerWho    = "who"
+)
+
+// A markerReport is one node marker that holds its slot back, or would
+// after a restart or a promotion, for longer than the maximum TTL.
 type markerReport struct {
 	Slot int    `json:"slot"`
 	Key  string `json:"key"`
-	// MaxTTL is the marker's maxttl field as the node holds it: the
-	// largest TTL used in the slot, in milliseconds.
-	MaxTTL string `json:"maxttl"`
-	// HeldBackMs is how much longer the marker holds the slot back now,
-	// by its own start: 0 when the node has run longer than its largest
-	// TTL, and so holds it back only after its next restart or promotion.
+	// Quiet, Until, Until2 and TTL2 are the marker's horizon fields as
+	// the node holds them ("" for a field it does not hold): quiet, until
+	// and until2 in microseconds of the node's clock, ttl2 in
+	// milliseconds.
+	Quiet  string `json:"quiet,omitempty"`
+	Until  string `json:"until,omitempty"`
+	Until2 string `json:"until2,omitempty"`
+	TTL2   string `json:"ttl2,omitempty"`
+	// Holder and Owner name the grant that until records: the ID of its
+	// token, as inspect shows holders (never the token, which releases
+	// the lock), and its owner label.
+	Holder string `json:"holder,omitempty"`
+	Owner  string `json:"owner,omitempty"`
+	// HeldBackMs is how much longer quiet holds the slot back now, in
+	// milliseconds: 0 when the quarantine of its last start has ended.
 	HeldBackMs int64 `json:"held_back_ms"`
+	// AfterRestartMs is how long until, until2 and ttl2 would hold the
+	// slot back if the node restarted, or was promoted, now.
+	AfterRestartMs int64 `json:"after_restart_ms"`
+	// Remove names the fields whose HDEL ends the excess, once no lock
+	// with a TTL above the maximum is held in the slot.
+	Remove []string `json:"remove"`
 
-	maxTTLMs float64
+	heldBack, afterRestart float64 // HeldBackMs and AfterRestartMs, unbounded
 }
 
 // markerBatch is how many markers one pipeline reads.
@@ -59,10 +96,15 @@ var markerKeys = sync.OnceValue(func() []string {
 
 // checkMarkers reads the marker of every hash slot that the node serves
 // (slots: ranges such as "0-5460", or nil for every slot), a few
-// pipelines of HMGET, without writing any, and reports each marker whose
-// largest TTL is above maxTTL: as an error when it holds its slot back now
-// (unless quarantine is off), as a warning when it would after the node's
-// next restart or promotion.
+// pipelines of HMGET, without writing any, and reports each marker that
+// holds its slot back for longer than maxTTL: as an error when its quiet
+// does so now (unless quarantine is off), as a warning when its until,
+// until2 and ttl2 would after the node's next restart or promotion.
+//
+// Each pipeline has timeout to answer; the check has no budget beyond
+// that, so that the callers run it under a context without the deadline
+// of their few other commands: 16384 records are the most a node's check
+// reads, and a slow machine (or a race-enabled build) needs seconds.
 func checkMarkers(ctx context.Context, rc redis.Cmdable, timeout time.Duration, noQuarantine bool, n *nodeReport, slots []string) {
 	var todo []int
 	for s := range wire.Slots {
@@ -82,6 +124,7 @@ func checkMarkers(ctx context.Context, rc redis.Cmdable, timeout time.Duration, 
 		n.add(levelInfo, "markers", "the node markers were not checked: TIME failed: %v", err)
 		return
 	}
+	nowUs := float64(now.UnixMicro())
 	var found []markerReport
 	for len(todo) > 0 {
 		batch := todo[:min(markerBatch, len(todo))]
@@ -90,7 +133,7 @@ func checkMarkers(ctx context.Context, rc redis.Cmdable, timeout time.Duration, 
 		err := within(ctx, timeout, func(ctx context.Context) error {
 			pipe := rc.Pipeline()
 			for i, s := range batch {
-				cmds[i] = pipe.HMGet(ctx, markerKeys()[s], wire.MarkerStart, wire.MarkerMaxTTL)
+				cmds[i] = pipe.HMGet(ctx, markerKeys()[s], wire.MarkerQuiet, wire.MarkerUntil, markerUntil2, markerTTL2, markerWho)
 			}
 			_, err := pipe.Exec(ctx)
 			return err
@@ -100,44 +143,26 @@ func checkMarkers(ctx context.Context, rc redis.Cmdable, timeout time.Duration, 
 			return
 		}
 		for i, c := range cmds {
-			vals := c.Val()
-			if len(vals) != 2 {
-				continue
+			if m, ok := horizon(c.Val(), nowUs, limit); ok {
+				m.Slot, m.Key = batch[i], markerKeys()[batch[i]]
+				found = append(found, m)
 			}
-			ms, ok := oversized(vals[1], limit)
-			if !ok {
-				continue
-			}
-			raw, _ := vals[1].(string)
-			m := markerReport{Slot: batch[i], Key: markerKeys()[batch[i]], MaxTTL: raw, maxTTLMs: ms}
-			if s, ok := vals[0].(string); ok {
-				if start, err := strconv.ParseInt(s, 10, 64); err == nil {
-					age := float64(now.Sub(time.UnixMicro(start)).Milliseconds())
-					if left := ms - age; left > 0 || math.IsNaN(ms) {
-						m.HeldBackMs = math.MaxInt64
-						if left < float64(math.MaxInt64) {
-							m.HeldBackMs = max(int64(left), 1)
-						}
-					}
-				}
-			}
-			found = append(found, m)
 		}
 	}
 	n.OversizedMarkers = found
 	if len(found) == 0 {
-		n.add(levelOK, "markers", "no node marker records a TTL above the maximum TTL (%v)", maxTTL)
+		n.add(levelOK, "markers", "no node marker holds its slot back longer than the maximum TTL (%v), now or after a restart", maxTTL)
 		return
 	}
 	level, holding := levelWarn, 0
 	for _, m := range found {
-		if m.HeldBackMs > 0 && !noQuarantine {
+		if m.heldBack > limit && !noQuarantine {
 			level = levelError
 			holding++
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d node marker(s) record a largest TTL above the maximum TTL (%v)", len(found), maxTTL)
+	fmt.Fprintf(&b, "%d node marker(s) hold their slots back longer than the maximum TTL (%v), now or after a restart or promotion", len(found), maxTTL)
 	if holding > 0 {
 		fmt.Fprintf(&b, "; %d of them hold their slots back now, so that locks in those slots are refused as quarantined", holding)
 	}
@@ -146,38 +171,113 @@ func checkMarkers(ctx context.Context, rc redis.Cmdable, timeout time.Duration, 
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		fmt.Fprintf(&b, "%s (slot %d): largest TTL %s", m.Key, m.Slot, msText(m.maxTTLMs))
-		switch {
-		case m.HeldBackMs > 0:
-			fmt.Fprintf(&b, ", holds the slot back for %s more", msText(float64(m.HeldBackMs)))
-		default:
-			b.WriteString(", holds the slot back that long after the next restart or promotion")
+		fmt.Fprintf(&b, "%s (slot %d)", m.Key, m.Slot)
+		if m.heldBack > limit {
+			fmt.Fprintf(&b, " holds the slot back %s (quiet)", holdText(m.heldBack, " more"))
+			if m.afterRestart > limit {
+				b.WriteString(", and")
+			}
 		}
+		if m.afterRestart > limit {
+			fmt.Fprintf(&b, " would hold it back %s after the next restart or promotion (", holdText(m.afterRestart, ""))
+			var by []string
+			if slices.Contains(m.Remove, wire.MarkerUntil) {
+				until := "until"
+				if m.Holder != "" {
+					until += fmt.Sprintf(": the grant of holder %s, owner \"%s\"", m.Holder, printable(m.Owner))
+				}
+				by = append(by, until)
+			}
+			if slices.Contains(m.Remove, markerUntil2) {
+				by = append(by, "until2 and ttl2")
+			}
+			fmt.Fprintf(&b, "%s)", strings.Join(by, "; "))
+		}
+		fmt.Fprintf(&b, ": HDEL %s %s", m.Key, strings.Join(m.Remove, " "))
 	}
 	if len(found) > 3 {
 		fmt.Fprintf(&b, "; and %d more (--json lists them all)", len(found)-3)
 	}
-	b.WriteString(". Once no lock with a TTL above the maximum is held, remove the record with redis-cli: HDEL <marker> maxttl (or DEL <marker>); see docs/security.md, \"Recovering from an oversized TTL\"")
+	b.WriteString(". Once no lock with a TTL above the maximum is held in the slot, remove those fields with redis-cli, HDEL <marker> <fields> (DEL <marker> would drop the slot's fence counter too); see docs/security.md, \"Recovering from an oversized TTL\"")
 	n.add(level, "markers", "%s", b.String())
 }
 
-// oversized returns a marker's maxttl field, in milliseconds, and whether
-// it is above limit. A value that is not a number counts as none, as the
-// scripts read it (Lua's tonumber); one too large for a float64, or NaN,
-// as above any limit.
-func oversized(v any, limit float64) (float64, bool) {
-	s, ok := v.(string)
-	if !ok {
-		return 0, false
+// horizon reads the fields of one marker, as HMGET returns quiet, until,
+// until2, ttl2 and who, at the node's clock now (µs), and returns its
+// report if it holds its slot back for more than limit milliseconds, now
+// or after a restart. It reads numbers as the scripts do (Lua's tonumber:
+// a field that is missing or not a number counts as 0); one too large for
+// a float64, or NaN, counts as above any limit.
+func horizon(vals []any, now, limit float64) (markerReport, bool) {
+	if len(vals) != 5 {
+		return markerReport{}, false
 	}
+	str := func(i int) string { s, _ := vals[i].(string); return s }
+	quiet, until, until2, ttl2 := number(str(0)), number(str(1)), number(str(2)), number(str(3))
+	byUntil, byUntil2 := held(until, until2, ttl2, now)
+	m := markerReport{
+		Quiet: str(0), Until: str(1), Until2: str(2), TTL2: str(3),
+		heldBack:     max(math.Ceil((quiet-now)/1000), 0),
+		afterRestart: max(byUntil, byUntil2, 0),
+	}
+	if m.heldBack <= limit && m.afterRestart <= limit {
+		return markerReport{}, false
+	}
+	if m.heldBack > limit {
+		m.Remove = append(m.Remove, wire.MarkerQuiet)
+	}
+	if byUntil > limit {
+		m.Remove = append(m.Remove, wire.MarkerUntil, markerWho)
+		if who := str(4); who != "" {
+			m.Holder, m.Owner = wire.TokenID(who), wire.Owner(who)
+		}
+	}
+	if byUntil2 > limit {
+		m.Remove = append(m.Remove, markerUntil2, markerTTL2)
+	}
+	m.HeldBackMs, m.AfterRestartMs = msInt(m.heldBack), msInt(m.afterRestart)
+	return m, true
+}
+
+// held returns how long (ms) a lock granted in a slot may still be held at
+// now (µs), as the function held of lua/node.lua computes it from the
+// marker's until, until2 (µs) and ttl2 (ms): the larger of the two, and
+// of 0. The grant that until records ends by byUntil; every other by
+// byUntil2.
+func held(until, until2, ttl2, now float64) (byUntil, byUntil2 float64) {
+	return math.Ceil((until - now) / 1000), min(math.Ceil((until2-now)/1000), ttl2)
+}
+
+// number reads a marker's field as the scripts do, with Lua's tonumber:
+// 0 for a value that is not a number, +Inf for one too large for a
+// float64; NaN, which no comparison orders, as +Inf, above any limit.
+func number(s string) float64 {
 	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	switch {
-	case err != nil && !math.IsInf(f, 0):
-		return 0, false
 	case math.IsNaN(f):
-		return f, true
+		return math.Inf(1)
+	case err != nil && !math.IsInf(f, 0):
+		return 0
 	}
-	return f, f > limit
+	return f
+}
+
+// msInt returns a number of milliseconds as an int64, math.MaxInt64 for
+// one that no int64 holds.
+func msInt(ms float64) int64 {
+	if ms >= float64(math.MaxInt64) {
+		return math.MaxInt64
+	}
+	return int64(ms)
+}
+
+// holdText writes how long a marker holds its slot back, ms: "for 2h0m0s"
+// and more, or "without end" when no number of milliseconds says it.
+func holdText(ms float64, more string) string {
+	if math.IsInf(ms, 1) {
+		return "without end"
+	}
+	return "for " + msText(ms) + more
 }
 
 // msText writes a number of milliseconds as a duration for people, or as

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,60 +123,102 @@ func TestDoctorPersistence(t *testing.T) {
 		"appendfsync everysec: after a crash", `RDB snapshots (save "3600 1")`)
 }
 
-// A node marker whose largest TTL is above the maximum TTL (1h) is an
-// error while it holds its slot back, and a warning when it would only
-// after a restart; the recovery that doctor and docs/security.md give,
-// HDEL of its maxttl field, clears it. Issue 31, item 2.
+// nodeMicros returns the clock of the redis-server s in microseconds.
+func nodeMicros(t *testing.T, s *redistest.Server) int64 {
+	t.Helper()
+	v, _ := s.MustDo(t, "TIME").([]any)
+	if len(v) != 2 {
+		t.Fatalf("TIME: %v", v)
+	}
+	sec, err1 := strconv.ParseInt(fmt.Sprint(v[0]), 10, 64)
+	usec, err2 := strconv.ParseInt(fmt.Sprint(v[1]), 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("TIME: %v", v)
+	}
+	return sec*1e6 + usec
+}
+
+// A node marker (format 1) that holds its slot back for longer than the
+// maximum TTL (1h) is an error while its quiet does so now, and a warning
+// when its until, or its until2 and ttl2, would after a restart; a
+// horizon within the maximum TTL is no finding. The recovery that doctor
+// and docs/security.md give, HDEL of the fields doctor names, clears it.
+// Issue 31, item 2.
 func TestDoctorOversizedMarker(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartN(t, 3, redistest.Config{})
 	nodes := nodesFlag(srv...)
 	marker := wire.MarkerKey("nightly-report")
-	nowMicros := func(s *redistest.Server) string {
-		v, _ := s.MustDo(t, "TIME").([]any)
-		sec, _ := strconv.ParseInt(fmt.Sprint(v[0]), 10, 64)
-		usec, _ := strconv.ParseInt(fmt.Sprint(v[1]), 10, 64)
-		return strconv.FormatInt(sec*1e6+usec, 10)
+	us := func(i int, d time.Duration) string {
+		return strconv.FormatInt(nodeMicros(t, srv[i])+d.Microseconds(), 10)
 	}
-	// Node 0: started now, largest TTL 2562047h: held back now.
-	srv[0].MustDo(t, "HSET", marker, "start", nowMicros(srv[0]), "maxttl", "9223369200000")
-	// Node 1: a largest TTL of 2h, started long ago: held back only after
-	// a restart or a promotion.
-	srv[1].MustDo(t, "HSET", marker, "start", "1000000", "maxttl", "7200000")
+	who := strings.Repeat("Tok3n_", 5) + "xy nightly"
+	// Node 0: in a quarantine that ends in 100h: held back now.
+	srv[0].MustDo(t, "HSET", marker, "quiet", us(0, 100*time.Hour))
+	// Node 1: a 3h grant that it has not seen released: held back only
+	// after a restart or a promotion. Its quiet (30 minutes) and its
+	// until2 (3h ahead, but with a ttl2 of 30 minutes) are within the
+	// maximum TTL.
+	srv[1].MustDo(t, "HSET", marker, "until", us(1, 3*time.Hour), "who", who,
+		"quiet", us(1, 30*time.Minute), "until2", us(1, 3*time.Hour), "ttl2", "1800000")
 	r := run(t, "doctor", nodes)
-	expect(t, r, exitFailure, "ERROR  markers", "WARN   markers", "1 node marker(s) record a largest TTL above the maximum TTL (1h0m0s)",
-		marker, "holds the slot back for 25620", "holds the slot back that long after the next restart", "HDEL <marker> maxttl",
-		"USABLE WITH WARNINGS: 2 of 3 nodes healthy")
+	expect(t, r, exitFailure, "ERROR  markers", "WARN   markers",
+		"1 node marker(s) hold their slots back longer than the maximum TTL (1h0m0s)", "1 of them hold their slots back now",
+		marker+" (slot ", "holds the slot back for ", "HDEL "+marker+" quiet.",
+		"would hold it back for ", `(until: the grant of holder `+wire.TokenID(who)+`, owner "nightly")`,
+		"HDEL "+marker+" until who.", "USABLE WITH WARNINGS: 2 of 3 nodes healthy")
+	if strings.Contains(r.stdout, wire.Token(who)) {
+		t.Fatalf("doctor shows the token of the grant:\n%s", r)
+	}
 
-	// A maxttl too large for a float64 is above any limit too; with it
-	// on a third node no quorum is healthy.
-	srv[2].MustDo(t, "HSET", marker, "start", nowMicros(srv[2]), "maxttl", "1e400")
+	// A quiet too large for a float64 is above any limit too, and so are
+	// an until2 and a ttl2 of 3h: with them on a third node no quorum is
+	// healthy.
+	srv[2].MustDo(t, "HSET", marker, "quiet", "1e400", "until2", us(2, 3*time.Hour), "ttl2", "10800000")
 	r = run(t, "doctor", "--json", nodes)
 	expect(t, r, exitNoQuorum)
 	var rep doctorReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("doctor --json: %v\n%s", err, r)
 	}
+	remove := [][]string{{"quiet"}, {"until", "who"}, {"quiet", "until2", "ttl2"}}
+	limit := time.Hour.Milliseconds()
 	for i, n := range rep.Nodes {
-		if len(n.OversizedMarkers) != 1 || n.OversizedMarkers[0].Key != marker || n.Healthy != (i == 1) ||
-			(n.OversizedMarkers[0].HeldBackMs > 0) != (i != 1) {
+		if len(n.OversizedMarkers) != 1 || n.Healthy != (i == 1) {
 			t.Fatalf("doctor --json: node %d: %+v\n%s", i, n, r.stdout)
 		}
+		m := n.OversizedMarkers[0]
+		if m.Key != marker || m.Slot != int(wire.Slot("nightly-report")) || !slices.Equal(m.Remove, remove[i]) ||
+			(m.HeldBackMs > limit) != (i != 1) || (m.AfterRestartMs > limit) != (i != 0) {
+			t.Fatalf("doctor --json: node %d: %+v\n%s", i, m, r.stdout)
+		}
 	}
-	if rep.Verdict != "failing" || rep.Nodes[2].OversizedMarkers[0].MaxTTL != "1e400" {
+	// The holds are those set above, less the time that passed since (a
+	// minute at most, far more than a doctor run takes).
+	if m := rep.Nodes[0].OversizedMarkers[0]; m.HeldBackMs > 100*limit || m.HeldBackMs < 100*limit-60000 || m.AfterRestartMs != 0 {
+		t.Fatalf("doctor --json: node 0: %+v", m)
+	}
+	if m := rep.Nodes[1].OversizedMarkers[0]; m.Holder != wire.TokenID(who) || m.Owner != "nightly" || m.HeldBackMs > limit ||
+		m.AfterRestartMs > 3*limit || m.AfterRestartMs < 3*limit-60000 {
+		t.Fatalf("doctor --json: node 1: %+v", m)
+	}
+	if m := rep.Nodes[2].OversizedMarkers[0]; m.Quiet != "1e400" || m.HeldBackMs != math.MaxInt64 || m.AfterRestartMs > 3*limit {
+		t.Fatalf("doctor --json: node 2: %+v", m)
+	}
+	if rep.Verdict != "failing" || strings.Contains(r.stdout, wire.Token(who)) {
 		t.Fatalf("doctor --json: unexpected report:\n%s", r.stdout)
 	}
 
-	// The recovery.
-	for _, s := range srv {
-		s.MustDo(t, "HDEL", marker, "maxttl")
+	// The recovery: HDEL of the fields doctor names.
+	for i, s := range srv {
+		s.MustDo(t, append([]string{"HDEL", marker}, rep.Nodes[i].OversizedMarkers[0].Remove...)...)
 	}
 	r = run(t, "doctor", nodes)
-	expect(t, r, 0, "HEALTHY", "no node marker records a TTL above the maximum TTL")
+	expect(t, r, 0, "HEALTHY", "no node marker holds its slot back longer than the maximum TTL")
 }
 
 // In a cluster named as one node, each master's markers are read, those
-// of its own slots: an oversized one is an error of that master.
+// of its own slots: an oversized one is a finding of that master.
 func TestDoctorClusterOversizedMarker(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartCluster(t, 3, redistest.Config{})
@@ -183,10 +227,12 @@ func TestDoctorClusterOversizedMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 	marker := wire.MarkerKey("nightly-report")
-	m.MustDo(t, "HSET", marker, "start", "1000000", "maxttl", "7200000")
+	m.MustDo(t, "HSET", marker, "until", strconv.FormatInt(nodeMicros(t, m)+(2*time.Hour).Microseconds(), 10),
+		"who", strings.Repeat("Tok3n_", 5)+"xy nightly")
 	r := run(t, "doctor", "--nodes", cl.URL())
-	expect(t, r, exitFailure, "    WARN   markers      1 node marker(s) record a largest TTL above the maximum TTL", marker, "USABLE WITH WARNINGS")
-	if n := strings.Count(r.stdout, "OK     markers      no node marker records"); n != 2 {
+	expect(t, r, exitFailure, "    WARN   markers      1 node marker(s) hold their slots back longer than the maximum TTL", marker,
+		"HDEL "+marker+" until who", "USABLE WITH WARNINGS")
+	if n := strings.Count(r.stdout, "OK     markers      no node marker holds"); n != 2 {
 		t.Fatalf("want the two other masters without oversized markers, got %d:\n%s", n, r)
 	}
 }

@@ -58,9 +58,13 @@ func TestShortPasswordsLeaveOutputAlone(t *testing.T) {
 	t.Parallel()
 	e := redistest.Start(t, redistest.Config{})
 	three := redistest.Start(t, redistest.Config{})
+	// A third server, as two node entries of one server would be refused
+	// (one server, one vote); it has the password "e" too.
+	e2 := redistest.Start(t, redistest.Config{})
 	e.MustDo(t, "CONFIG", "SET", "requirepass", "e")
 	three.MustDo(t, "CONFIG", "SET", "requirepass", "3")
-	nodes := "--nodes=redis://:e@" + e.Addr() + ",redis://:3@" + three.Addr() + ",redis://:e@" + e.Addr() + "/1"
+	e2.MustDo(t, "CONFIG", "SET", "requirepass", "e")
+	nodes := "--nodes=redis://:e@" + e.Addr() + ",redis://:3@" + three.Addr() + ",redis://:e@" + e2.Addr() + "/1"
 	r := run(t, "run", "--no-quarantine", nodes, "k", "--", "echo", "held")
 	expect(t, r, 0, "held")
 	r = run(t, "status", "--no-quarantine", nodes, "k")
