@@ -283,7 +283,7 @@ func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n in
 	// bounded by the node timeout. The script also returns the node's fence
 	// and what the quarantine needs: its age and the largest TTL it knows.
 	heardAll := c.lastHeardAll()
-	r := c.send(ctx, c.nodeTimeout(ttl), 1, ks.Acquire(token, ttl, q, c.fenceTTL(ttl)), nil)
+	r := c.send(ctx, c.nodeTimeout(ttl), 1, ks.Acquire(token, ttl, q, 0), nil)
 	r.heardAll = heardAll
 
 	// Step 3: a quorum of grants from nodes out of quarantine, with

@@ -118,13 +118,11 @@ func (c *Client) forceRelease(ctx context.Context, key, waitKey string) (*round,
 	ctx, ev := c.hooks.begin(ctx, "force-release", key)
 	// The fence floor: the removed owner's fence is no more than the
 	// counter of a node that granted it, or, where that counter has been
-	// lost since, than that node's clock (see wire/lua/acquire.lua). The
-	// counters it raises live as long as the largest TTL any node records
-	// would make them.
-	floor, maxTTL := c.fenceFloor(ctx, key)
-	call := wire.Force(key, floor, c.fenceTTL(maxTTL), waitKey)
+	// lost since, than that node's clock (see wire/lua/acquire.lua).
+	floor := c.fenceFloor(ctx, key)
+	call := wire.Force(key, floor, 0, waitKey)
 	if key == waitKey { // not a semaphore's slot: an RWLock's readers go too
-		call = wire.ForceRW(key, floor, c.fenceTTL(maxTTL), waitKey)
+		call = wire.ForceRW(key, floor, 0, waitKey)
 	}
 	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, call, nil)
 	r.drain()
@@ -145,16 +143,15 @@ func (c *Client) forceRelease(ctx context.Context, key, waitKey string) (*round,
 }
 
 // fenceFloor reads every node's fence counter and clock for key, and
-// returns the largest of them, and the largest TTL the nodes record.
-func (c *Client) fenceFloor(ctx context.Context, key string) (floor int64, maxTTL time.Duration) {
+// returns the largest of them.
+func (c *Client) fenceFloor(ctx context.Context, key string) (floor int64) {
 	r := c.send(ctx, c.opts.ReleaseTimeout, 2, wire.Inspect(key), nil)
 	r.drain()
 	for i, res := range r.results {
 		if res.Outcome == observe.OutcomeOK {
 			d := r.decoded[i]
 			floor = max(floor, d.Fence, d.Clock)
-			maxTTL = max(maxTTL, d.MaxTTL, d.TTL)
 		}
 	}
-	return floor, maxTTL
+	return floor
 }

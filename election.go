@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"time"
 
@@ -89,7 +90,7 @@ func (c *Client) publishTerm(ctx context.Context, l *Lock) bool {
 	}
 	l.op.Lock()
 	defer l.op.Unlock()
-	r := c.send(ctx, timeout, 1, wire.Elect(l.ks.Name, l.token, l.fence, c.fenceTTL(l.ttl)), l.last)
+	r := c.send(ctx, timeout, 1, wire.Elect(l.ks.Name, l.token, l.fence, termTTL(l.ttl)), l.last)
 	// The lock's later rounds follow this one on each node, as they
 	// follow each other (see Lock.last).
 	l.last = r
@@ -100,6 +101,17 @@ func (c *Client) publishTerm(ctx context.Context, l *Lock) bool {
 	r.decide(ok)
 	c.hooks.round(ctx, "elect", l.ks.Name, 1, r)
 	return ok && time.Now().Before(l.Until())
+}
+
+// termTTL returns how long an election's term record outlives the
+// leader's latest Campaign: ten TTLs, at least a minute. A reader trusts
+// the record only while the lock holds the leader's token, so it needs
+// only to outlive the leadership.
+func termTTL(ttl time.Duration) time.Duration {
+	if ttl > math.MaxInt64/10 { // only for TTLs of decades
+		return math.MaxInt64
+	}
+	return max(10*ttl, time.Minute)
 }
 
 // LeaderInfo is what Leader and Observe tell of an election's leader.

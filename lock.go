@@ -111,10 +111,9 @@ func (l *Lock) ID() string { return wire.TokenID(l.token) }
 // of every owner that held the lock before, as long as no node hands out
 // fences ahead of the other nodes' clocks by as much as the TTL of a lock
 // on the key, and no node's clock has gone back since an earlier owner's
-// grant while that node has no counter for the lock (a counter lives
-// Options.FenceRetention, by default ten TTLs and at least a minute, after
-// the lock's last grant or release, and a restart without persistence
-// loses it). A node's fence is its clock or,
+// grant while that node has no counter for the lock (the counters of a
+// hash slot live in its marker, which has no expiry, and a restart
+// without persistence loses it). A node's fence is its clock or,
 // when that is behind, its counter, which its clock wrote: a clock ahead
 // by X needs every TTL used on the key above X, and still does through
 // the counter until X has passed since the clock was put right. A resource
@@ -343,7 +342,7 @@ func (l *Lock) release(ctx context.Context) error {
 	// A release within the validity that a quorum confirms is all the
 	// caller needs to hear; one after the deadline, or one that finds the
 	// lock gone, is reported with every node's answer.
-	r := l.c.releaseRound(ctx, l.last, l.ks.Release(l.token, l.fence, l.c.fenceTTL(l.ttl)), expired)
+	r := l.c.releaseRound(ctx, l.last, l.ks.Release(l.token, l.fence, 0), expired)
 	r.decide(r.count(observe.OutcomeOK) >= l.c.quorum)
 	l.c.hooks.round(ctx, "release", l.ks.Name, 1, r)
 	// A goroutine of this Client that waits for the key is woken at once.

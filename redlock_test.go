@@ -53,8 +53,6 @@ func TestNewRejects(t *testing.T) {
 		{"tries", nodes("a"), &Options{Tries: -1}, "Tries"},
 		{"release timeout", nodes("a"), &Options{ReleaseTimeout: -1}, "ReleaseTimeout"},
 		{"quarantine", nodes("a"), &Options{Quarantine: -1}, "Quarantine"},
-		{"fence retention negative", nodes("a"), &Options{FenceRetention: -time.Second}, "FenceRetention"},
-		{"fence retention below a millisecond", nodes("a"), &Options{FenceRetention: time.Microsecond}, "FenceRetention"},
 		{"quarantine both ways", nodes("a"), &Options{Quarantine: time.Second, DisableQuarantine: true}, "DisableQuarantine"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,7 +36,7 @@ func validUntil(start time.Time, ttl, drift time.Duration) time.Time {
 // short by the cancellation of ctx.
 func (c *Client) cleanUp(ctx context.Context, key string, acq *round) *round {
 	acq.drain()
-	r := c.releaseRound(ctx, nil, acq.call.Undo(acq.fence, c.fenceTTL(0)), true)
+	r := c.releaseRound(ctx, nil, acq.call.Undo(acq.fence, 0), true)
 	reached := r.count(observe.OutcomeOK) + r.count(observe.OutcomeAbsent) + r.count(observe.OutcomeTaken)
 	r.decide(reached == len(c.nodes))
 	if reached < len(c.nodes) {
