@@ -96,13 +96,11 @@ type round struct {
 	// lastDeadline is the latest of deadline and the lastDeadline of the
 	// round this one's requests wait for (see send).
 	lastDeadline time.Time
-	ctx          context.Context            // the requests' context: ends at the deadline
-	expired      <-chan struct{}            // ctx.Done(): closed at the deadline, or earlier if the caller's context ends
-	answered     chan int                   // the nodes whose requests returned, each once; buffered: senders never block
-	running      atomic.Int32               // requests that have not returned
-	waiting      atomic.Int32               // requests waiting for their turn behind the round before (see send)
-	fallback     atomic.Pointer[time.Timer] // sends the waiting requests at the last deadline; stopped when none waits
-	cancel       func()                     // ends ctx; called when every request has returned
+	ctx          context.Context // the requests' context: ends at the deadline
+	expired      <-chan struct{} // ctx.Done(): closed at the deadline, or earlier if the caller's context ends
+	answered     chan int        // the nodes whose requests returned, each once; buffered: senders never block
+	running      atomic.Int32    // requests that have not returned
+	cancel       func()          // ends ctx; called when every request has returned
 
 	call   wire.Call // what is sent to every node
 	reqs   []request // each node's request, for the nodes' lanes
@@ -127,16 +125,6 @@ type round struct {
 	observe bool // the client has an Observer
 }
 
-// A soloRound is a round on one node with its request, result and decoded
-// answer, which the round's reqs, results and decoded slice: one
-// allocation instead of four.
-type soloRound struct {
-	round
-	req     [1]request
-	result  [1]observe.NodeResult
-	decoded [1]wire.Reply
-}
-
 // send sends call to every node at once. The requests are cut off after
 // timeout. A request that fails before then is sent again, up to tries
 // times in all; only idempotent scripts may be tried more than once.
@@ -148,19 +136,10 @@ type soloRound struct {
 //
 // A node that is a driver.Batcher gets its request through its lane,
 // batched with the requests of other rounds; any other node gets a
-// goroutine that calls Eval. With a single node there is nothing to send
-// in parallel: the request is sent from the caller's goroutine, unless
-// the node's lane is busy and the request can join its next batch.
+// goroutine that calls Eval.
 func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, call wire.Call, after *round) *round {
 	n := len(c.nodes)
-	var r *round
-	if n == 1 {
-		s := new(soloRound)
-		r = &s.round
-		r.reqs, r.results, r.decoded = s.req[:], s.result[:], s.decoded[:]
-	} else {
-		r = &round{reqs: make([]request, n), results: make([]observe.NodeResult, n), decoded: make([]wire.Reply, n)}
-	}
+	r := &round{reqs: make([]request, n), results: make([]observe.NodeResult, n), decoded: make([]wire.Reply, n)}
 	r.start = time.Now()
 	r.answered = make(chan int, n)
 	r.call, r.pending, r.observe, r.c = call, n, c.opts.Observer != nil, c
@@ -178,58 +157,30 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, cal
 	r.running.Store(int32(n))
 	r.flying = &c.flying
 	c.flying.add(n)
+	waiting := false
 	for i, node := range c.nodes {
 		r.results[i].Node = node.Name()
 		r.decoded[i].Age = -1
 		q := &r.reqs[i]
 		q.r, q.node, q.tries = r, i, tries
-		if after != nil {
-			r.waiting.Add(1)
-			if after.reqs[i].then(q) {
-				continue
-			}
-			r.waiting.Add(-1)
+		if after != nil && after.reqs[i].then(q) {
+			waiting = true
+			continue
 		}
-		ln := c.lanes[i]
-		switch {
-		case n == 1 && ln == nil:
-			q.run(node)
-		case n == 1 && ln.claim():
-			q.run(node)
-			ln.unclaim()
-		default:
-			q.dispatch()
-		}
+		q.dispatch()
 	}
-	if r.waiting.Load() > 0 {
-		// The fallback for a node that ignores its context. It is
-		// stopped once every waiting request has been sent (see
-		// waited), as it almost always is long before it would fire:
-		// a timer left to fire costs a goroutine and a wake-up per round.
-		t := time.AfterFunc(time.Until(after.lastDeadline), func() {
+	if waiting {
+		// The fallback for a node that ignores its context: at the last
+		// deadline, the requests still waiting are sent anyway.
+		time.AfterFunc(time.Until(after.lastDeadline), func() {
 			for i := range after.reqs {
 				if q := after.reqs[i].next.Swap(nil); q != nil {
 					q.dispatch()
 				}
 			}
 		})
-		r.fallback.Store(t)
-		if r.waiting.Load() == 0 {
-			t.Stop()
-		}
 	}
 	return r
-}
-
-// waited records that one of the round's requests that waited behind
-// the round before has been sent, and stops the fallback timer once none
-// waits any more.
-func (r *round) waited() {
-	if r.waiting.Add(-1) == 0 {
-		if t := r.fallback.Load(); t != nil {
-			t.Stop()
-		}
-	}
 }
 
 // deliver hands the answer to request q to the round's collector, and
@@ -242,9 +193,6 @@ func (r *round) deliver(q *request, v any, err error) {
 	}
 	q.returned.Store(true)
 	if next := q.next.Swap(nil); next != nil {
-		// Counted as sent before it is: its answer, and whoever waits
-		// for it, must find the fallback stopped.
-		next.r.waited()
 		next.dispatch()
 	}
 	r.flying.done()
