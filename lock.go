@@ -350,7 +350,7 @@ func (l *Lock) release(ctx context.Context) error {
 	// back before it takes the key again, so that one of them gets its
 	// turn: when the slot it freed was the only free one. A semaphore with
 	// other slots free has room for both.
-	if local := l.c.wakeLocal(l.ks.Name); !local && r.woke > 0 && r.full() {
+	if local := l.c.wakeLocal(l.ks.Name); !local && r.woke() && r.full() {
 		l.c.noteHandoff(l.ks.Name)
 	}
 	var reason error
@@ -367,6 +367,28 @@ func (l *Lock) release(ctx context.Context) error {
 		reason = ErrNoQuorum
 	}
 	return &OpError{Op: "release", Key: l.ks.Name, Quorum: l.c.quorum, Rounds: 1, Nodes: r.results, Err: reason}
+}
+
+// full reports whether a release left at most one slot free, the one it
+// freed, on some node that confirmed it: true for a lock, whose one key is
+// its one slot; for a permit, whether the semaphore was full.
+func (r *round) full() bool {
+	for i, res := range r.results {
+		if res.Outcome == observe.OutcomeOK && r.decoded[i].Free <= 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// woke reports whether the nodes told any waiter of a release.
+func (r *round) woke() bool {
+	for _, d := range r.decoded {
+		if d.Woke > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // A watchdog extends a lock in the background.

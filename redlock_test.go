@@ -396,34 +396,35 @@ func TestCollectHearsEveryoneBeforeTrustingYoungNodes(t *testing.T) {
 	survivor := func(maxTTL int64) answer {
 		return answer{node: 2, val: []any{int64(0), int64(800), int64(7_200_000), maxTTL}}
 	}
+	bar := 300 * time.Millisecond
 	r := syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(1000))
-	if r.collect(2, 300*time.Millisecond) {
+	if r.collect(2, quarantineBallot(bar, time.Time{})) {
 		t.Fatal("a quorum of young nodes was trusted before the survivor's answer raised the bar to 1s")
 	}
 	if got := [3]observe.Outcome{r.results[0].Outcome, r.results[1].Outcome, r.results[2].Outcome}; got != [3]observe.Outcome{observe.OutcomeQuarantined, observe.OutcomeQuarantined, observe.OutcomeTaken} {
 		t.Fatalf("outcomes %v", got)
 	}
 	// When nobody knows of a longer lock, the same grants stand.
-	if r := syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(100)); !r.collect(2, 300*time.Millisecond) {
+	if r := syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(100)); !r.collect(2, quarantineBallot(bar, time.Time{})) {
 		t.Fatal("grants from nodes older than every TTL known were refused")
 	}
 	// A client that heard every node after the young ones started has
 	// the survivor's TTL in its bar already: it trusts their grants
 	// without waiting for the survivor.
 	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young})
-	r.start, r.heardAll = time.Now(), time.Now().Add(-400*time.Millisecond)
-	if !r.collect(2, 300*time.Millisecond) || r.pending != 1 {
+	r.start = time.Now()
+	if !r.collect(2, quarantineBallot(bar, time.Now().Add(-400*time.Millisecond))) || r.pending != 1 {
 		t.Fatalf("heard all after the restart: decided %v with %d answers pending", r.results, r.pending)
 	}
 	// One that last heard every node before they restarted does not.
 	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(1000))
-	r.start, r.heardAll = time.Now(), time.Now().Add(-600*time.Millisecond)
-	if r.collect(2, 300*time.Millisecond) {
+	r.start = time.Now()
+	if r.collect(2, quarantineBallot(bar, time.Now().Add(-600*time.Millisecond))) {
 		t.Fatal("a quorum of nodes restarted after the last full hearing was trusted before the survivor's answer")
 	}
 	// Without quarantine the round is decided on the first two answers.
 	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young})
-	if !r.collect(2, 0) || r.pending != 1 {
+	if !r.collect(2, nil) || r.pending != 1 {
 		t.Fatalf("without quarantine: decided %v with %d answers pending", r.results, r.pending)
 	}
 }
