@@ -112,10 +112,11 @@ func newToken(owner string) string {
 
 // lock makes acquisition rounds until one succeeds, or only one without
 // wait: after a failed round it tries again after a random pause, or
-// sooner when a release is announced (see waiter.wait). It returns the number of rounds it made. The error, when there is
-// one, is an *OpError. A round that failed with ErrRefused ends the wait:
-// the nodes that refused will refuse again. When the caller's context
-// ends the wait, the reason is that of the last round that completed.
+// sooner when a release is announced (see waiter.wait). It returns the
+// number of rounds it made. The error, when there is one, is an *OpError.
+// A round that failed with ErrRefused ends the wait: the nodes that
+// refused will refuse again. When the caller's context ends the wait, the
+// reason is that of the last round that completed.
 func (c *Client) lock(ctx context.Context, ks keyset, ttl time.Duration, wait bool) (*Lock, int, error) {
 	w := waiter{c: c, ks: ks, queue: wait, begin: time.Now()}
 	defer w.stop()
