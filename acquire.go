@@ -16,13 +16,169 @@ import (
 	"github.com/quorumlock/redlock/internal/wire"
 )
 
-// This file is how a lock is acquired, to be read from the top down: the
-// entry points; the loop of rounds, with the wait between them; one round,
-// in the order of the steps on the Redis page "Distributed locks with
-// Redis"; and, last, what the wait between rounds is made of: the
+// This file is how a lock is acquired, to be read from the top down. First
+// one round, in the order of the steps of the Redis page "Distributed
+// locks with Redis":
+//
+//  1. t0: the time on the client's monotonic clock just before the first
+//     request goes out;
+//  2. the request, to take the key with a fresh random token for ttl,
+//     sent to all N nodes at once, each bounded by the node timeout;
+//  3. the count: the lock is taken when a quorum of N/2+1 nodes granted
+//     it and validity is left, ttl − elapsed − drift > 0;
+//  4. the validity, counted from t0, before the first request went out;
+//  5. on failure, the release of the round on every node.
+//
+// Then the loop of rounds, which tries again after a random pause; the
+// entry points; and, last, what the wait between rounds is made of: the
 // announcements of releases, and the queue of one Client's goroutines that
 // want the same key. The fan-out of a round to the nodes and the counting
-// of their answers are in round.go.
+// of its answers are in round.go, and the quarantine's part in the count
+// in quarantine.go.
+
+// acquire makes round n of the acquisition of ks for ttl. The caller
+// checks ctx before and after: whether the round may be sent, and whether
+// a failed round was cut short by the end of ctx.
+func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n int) (*Lock, *OpError) {
+	// One server, one vote: two nodes that are one server never both
+	// count (a check made once per node, at its first round).
+	if err := c.identify(ctx, c.nodeTimeout(ttl)); err != nil {
+		return nil, &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n - 1, Err: err}
+	}
+	token := newToken(cmp.Or(ks.owner, c.opts.Owner)) // carries the owner's label
+	q := c.quarantineFor(ttl)
+	b := c.ballot(q)
+
+	// Steps 1 and 2: t0 is read (r.start) just before the first request
+	// goes out; SET key token NX PX ttl goes to all N nodes at once, each
+	// request bounded by the node timeout. The script also returns the
+	// node's fence and what the quarantine needs: the node's age and the
+	// largest TTL it knows.
+	r := c.send(ctx, c.nodeTimeout(ttl), 1, ks.Acquire(token, ttl, q, 0), nil)
+
+	// Step 3: a quorum of grants from nodes out of quarantine, with
+	// validity left: ttl − elapsed − drift > 0. A node not known yet to
+	// be a server of its own does not vote. A semaphore's grants count
+	// for the slot they are of: the permit is the slot a quorum granted.
+	granted := r.collect(c.quorum, b)
+	if r.void(c.unidentified(), errUnidentified) {
+		granted = r.agreed(c.quorum)
+	}
+	until := validUntil(r.start, ttl, c.drift(ttl))
+	valid := granted && time.Now().Before(until)
+	r.decide(valid)
+
+	var l *Lock
+	var e *OpError
+	var clean *round
+	if valid {
+		// Step 4: the lock is valid until t0 + ttl − drift, on the
+		// client's monotonic clock.
+		_, slot := r.votes()
+		if ks.Permits > 0 {
+			ks.Slot = slot
+		}
+		l = &Lock{c: c, ks: ks, token: token, ttl: ttl, fence: r.fenceOf(slot),
+			start: r.start, until: until, last: r}
+	} else {
+		// Step 5: a failed round is undone on every node.
+		clean = c.cleanUp(ctx, ks.Name, r)
+		e = &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n, Nodes: r.results,
+			Err: r.acquireFailure(granted)}
+	}
+	c.hooks.round(ctx, "acquire", ks.Name, n, r)
+	if clean != nil {
+		c.hooks.round(ctx, "cleanup", ks.Name, n, clean)
+	}
+	c.heard(ctx, r, q)
+	return l, e
+}
+
+// newToken returns the value of a fresh acquisition: a random token, 24
+// bytes from crypto/rand in 32 characters of URL-safe base64, a space and
+// the owner's label.
+func newToken(owner string) string {
+	var b [24]byte
+	rand.Read(b[:]) // never fails; see crypto/rand.Read
+	var enc [32]byte
+	base64.RawURLEncoding.Encode(enc[:], b[:])
+	var sb strings.Builder
+	sb.Grow(len(enc) + 1 + len(owner))
+	sb.Write(enc[:])
+	sb.WriteByte(' ')
+	sb.WriteString(owner)
+	return sb.String()
+}
+
+// lock makes acquisition rounds until one succeeds, or only one without
+// wait: after a failed round it tries again after a random pause, or
+// sooner when a release is announced (see waiter.wait). It returns the
+// number of rounds it made. The error, when there is one, is an *OpError.
+// A round that failed with ErrRefused ends the wait: the nodes that
+// refused will refuse again. When the caller's context ends the wait, the
+// reason is that of the last round that completed.
+func (c *Client) lock(ctx context.Context, ks keyset, ttl time.Duration, wait bool) (*Lock, int, error) {
+	w := waiter{c: c, ks: ks, queue: wait, begin: time.Now()}
+	defer w.stop()
+	var e, last *OpError // the failure of the latest round, and of the one before
+	for n := 1; ; n++ {
+		if e != nil { // round n-1 failed
+			if e.Rounds == n-1 { // it was made: did ctx cut it short?
+				e.ctxErr = expired(ctx)
+			}
+			if e.ctxErr != nil {
+				return nil, e.Rounds, e.cutShort(last)
+			}
+			if !wait || e.Err == ErrRefused || errors.Is(e.Err, ErrInvalid) || c.opts.Tries > 0 && n-1 >= c.opts.Tries {
+				return nil, n - 1, e
+			}
+			last = e
+			// A round that failed for want of a quorum (nodes
+			// unreachable, refusing for now, or sitting out their
+			// quarantine) is not followed at the announcement of a
+			// release: the nodes that kept it from a quorum are no closer
+			// to answering, and the clean-up of every failed round is
+			// itself a release.
+			w.paced = e.Err == ErrNoQuorum
+		}
+		err := w.wait(ctx, n)
+		if err == nil {
+			err = expired(ctx) // a round sent now would fail for want of time
+		}
+		if err != nil {
+			e = &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n - 1, ctxErr: err}
+			return nil, e.Rounds, e.cutShort(last)
+		}
+		var l *Lock
+		if l, e = c.acquire(ctx, ks, ttl, n); e == nil {
+			return l, n, nil
+		}
+	}
+}
+
+// cutShort returns e, the failure of a wait that ctx ended, with the
+// reason of last, the last round that completed, if there was one.
+func (e *OpError) cutShort(last *OpError) *OpError {
+	e.Err = nil
+	if last != nil {
+		e.Err = last.Err
+		if e.Nodes == nil {
+			e.Nodes = last.Nodes
+		}
+	}
+	return e
+}
+
+// retryDelay draws the pause before the next round when no release was
+// announced: from [RetryDelay/2, 3*RetryDelay/2).
+func (c *Client) retryDelay() time.Duration {
+	d := c.opts.RetryDelay
+	half, x := d/2, time.Duration(mathrand.Int64N(int64(d)))
+	if x > math.MaxInt64-half { // only for RetryDelays of centuries
+		return math.MaxInt64
+	}
+	return half + x
+}
 
 // Lock obtains the lock on key for ttl, waiting for it as long as needed.
 //
@@ -123,51 +279,6 @@ func (c *Client) obtain(ctx context.Context, ks keyset, bad error, ttl time.Dura
 	return l, err
 }
 
-// lock makes acquisition rounds until one succeeds, or only one without
-// wait. It returns the number of rounds it made. The error, when there is
-// one, is an *OpError. A round that failed with ErrRefused ends the wait:
-// the nodes that refused will refuse again. When the caller's context
-// ends the wait, the reason is that of the last round that completed.
-func (c *Client) lock(ctx context.Context, ks keyset, ttl time.Duration, wait bool) (*Lock, int, error) {
-	w := waiter{c: c, ks: ks, queue: wait, begin: time.Now()}
-	defer w.stop()
-	var last *OpError // the last completed round's failure
-	for n := 1; ; n++ {
-		var e *OpError
-		err := w.wait(ctx, n)
-		if err == nil {
-			var l *Lock
-			if l, e = c.acquire(ctx, ks, ttl, n); e == nil {
-				return l, n, nil
-			}
-			err = e.ctxErr
-		}
-		if err != nil {
-			if e == nil {
-				e = &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n - 1, ctxErr: err}
-			}
-			e.Err = nil
-			if last != nil {
-				e.Err = last.Err
-				if e.Nodes == nil {
-					e.Nodes = last.Nodes
-				}
-			}
-			return nil, e.Rounds, e
-		}
-		if !wait || e.Err == ErrRefused || errors.Is(e.Err, ErrInvalid) || c.opts.Tries > 0 && n >= c.opts.Tries {
-			return nil, n, e
-		}
-		last = e
-		// A round that failed for want of a quorum (nodes unreachable,
-		// refusing for now, or sitting out their quarantine) is not
-		// followed at the announcement of a release: the nodes that kept
-		// it from a quorum are no closer to answering, and the clean-up
-		// of every failed round is itself a release.
-		w.paced = e.Err == ErrNoQuorum
-	}
-}
-
 // A waiter is the waiting of one Lock call between its rounds.
 type waiter struct {
 	c     *Client
@@ -259,95 +370,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// acquire makes round n of the acquisition of ks: steps 1 to 5 of the
-// Redis page. A round that the caller's context cut short, or that its
-// deadline kept from being sent (then with Rounds n-1), fails with the
-// context's error in ctxErr.
-func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n int) (*Lock, *OpError) {
-	if err := expired(ctx); err != nil {
-		return nil, &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n - 1, ctxErr: err}
-	}
-	// One server, one vote: two nodes that are one server never both
-	// count (a check made once per node, at its first round).
-	if err := c.identify(ctx, c.nodeTimeout(ttl)); err != nil {
-		return nil, &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n - 1, Err: err}
-	}
-	// Step 1: a fresh token, which carries the owner's label; t0 is read
-	// in send, just before the first request goes out.
-	token := newToken(cmp.Or(ks.owner, c.opts.Owner))
-	q := c.quarantineFor(ttl)
-
-	// Step 2: SET key token NX PX ttl on all nodes at once, each request
-	// bounded by the node timeout. The script also returns the node's fence
-	// and what the quarantine needs: its age and the largest TTL it knows.
-	heardAll := c.lastHeardAll()
-	r := c.send(ctx, c.nodeTimeout(ttl), 1, ks.Acquire(token, ttl, q, c.fenceTTL(ttl)), nil)
-	r.heardAll = heardAll
-
-	// Step 3: a quorum of grants from nodes out of quarantine, with
-	// validity left: ttl − elapsed − drift > 0. A semaphore's grants count
-	// for the slot they are of: the permit is the slot a quorum granted.
-	granted := r.collect(c.quorum, q)
-	if c.unidentified(r) { // a node not known yet to be a server of its own: its vote waits
-		granted = r.granted(c.quorum, q)
-	}
-	until := validUntil(r.start, ttl, c.drift(ttl))
-	valid := granted && time.Now().Before(until)
-	r.decide(valid)
-
-	// Step 4: the lock is valid until t0 + ttl − drift, on the client's
-	// monotonic clock.
-	var l *Lock
-	var e *OpError
-	var clean *round
-	if valid {
-		_, slot := r.votes()
-		if ks.Permits > 0 {
-			ks.Slot = slot
-		}
-		l = &Lock{c: c, ks: ks, token: token, ttl: ttl, fence: r.fenceOf(slot),
-			start: r.start, until: until, last: r}
-	} else {
-		// Step 5: a failed round is undone on every node.
-		clean = c.cleanUp(ctx, ks.Name, r)
-		e = &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n, Nodes: r.results,
-			Err: r.acquireFailure(granted), ctxErr: expired(ctx)}
-	}
-	c.hooks.round(ctx, "acquire", ks.Name, n, r)
-	if clean != nil {
-		c.hooks.round(ctx, "cleanup", ks.Name, n, clean)
-	}
-	c.heard(ctx, r, q)
-	return l, e
-}
-
-// newToken returns the value of a fresh acquisition: a random token, 24
-// bytes from crypto/rand in 32 characters of URL-safe base64, a space and
-// the owner's label.
-func newToken(owner string) string {
-	var b [24]byte
-	rand.Read(b[:]) // never fails; see crypto/rand.Read
-	var enc [32]byte
-	base64.RawURLEncoding.Encode(enc[:], b[:])
-	var sb strings.Builder
-	sb.Grow(len(enc) + 1 + len(owner))
-	sb.Write(enc[:])
-	sb.WriteByte(' ')
-	sb.WriteString(owner)
-	return sb.String()
-}
-
-// retryDelay draws the pause before the next round when no release was
-// announced: from [RetryDelay/2, 3*RetryDelay/2).
-func (c *Client) retryDelay() time.Duration {
-	d := c.opts.RetryDelay
-	half, x := d/2, time.Duration(mathrand.Int64N(int64(d)))
-	if x > math.MaxInt64-half { // only for RetryDelays of centuries
-		return math.MaxInt64
-	}
-	return half + x
 }
 
 // wakeWindow bounds how long a waiter woken by a release waits before it
@@ -529,4 +551,20 @@ func (c *Client) handoffWait(key string) time.Duration {
 	}
 	delete(c.handoffs, key)
 	return c.handoffWindow() - time.Since(t)
+}
+
+// expired returns ctx.Err(), or context.DeadlineExceeded once ctx's
+// deadline has passed though ctx is not done yet: the timer that ends a
+// context fires late on a loaded machine, and a round sent after the
+// deadline fails for want of time (its requests' deadlines have passed),
+// not for anything the nodes said, so it must not be sent, nor stand as
+// the reason of a wait's end.
+func expired(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/wire"
@@ -80,9 +79,31 @@ func (c *Client) Adopt(ctx context.Context, key, token string) (l *Lock, err err
 	}
 	// One try: a node whose request failed is not asked again (a retried
 	// request that finds nothing counts as a release done, in record).
-	r := c.send(ctx, c.nodeTimeout(time.Duration(1<<62)), 1, wire.Adopt(key, token), nil)
-	r.drain()
+	var reason error
+	r, e := c.inquire(ctx, "adopt", key, c.nodeTimeout(time.Duration(1<<62)), 1, wire.Adopt(key, token), func(r *round) bool {
+		l, reason = c.adopted(r, key, token)
+		return l != nil
+	})
+	if e == nil && l == nil {
+		e = r.opError("adopt", key, reason)
+	}
+	if e != nil {
+		if e.Err == ErrNoQuorum {
+			e.ctxErr = ctx.Err()
+		}
+		return nil, e
+	}
+	return l, nil
+}
+
+// adopted returns the Lock on key that the nodes of the adopt round r
+// that hold token make, or, when they make none, why: ErrExpired,
+// ErrTaken or ErrLockLost.
+func (c *Client) adopted(r *round, key, token string) (*Lock, error) {
 	best, slot := r.votes()
+	if best < c.quorum {
+		return nil, r.adoptFailure()
+	}
 	// The holding nodes of the slot that most of them agree on, and of
 	// one kind: a token holds in one way only.
 	var left []time.Duration
@@ -96,56 +117,33 @@ func (c *Client) Adopt(ctx context.Context, key, token string) (l *Lock, err err
 			kind, owner = r.decoded[i].Kind, r.decoded[i].Owner
 		}
 	}
-	var e *OpError
-	if best >= c.quorum {
-		slices.Sort(left)
-		rest := left[len(left)-c.quorum] // the quorum-th longest
-		until := validUntil(r.start, rest, c.drift(rest))
-		if time.Now().Before(until) {
-			ks := keyset{Set: wire.One(key)}
-			switch kind {
-			case wire.Reader:
-				ks.Kind = wire.Reader
-			case wire.Permit:
-				// Every slot a semaphore may have: its release looks
-				// for the token in each (see Set.Release).
-				ks.Permits, ks.Slot = wire.MaxPermits, slot
-			}
-			// The nodes hold the token beside its owner's label, and so
-			// do the calls of the hold.
-			l = &Lock{c: c, ks: ks, token: wire.Value(token, owner), ttl: max(rest.Truncate(time.Millisecond), time.Millisecond),
-				fence: fence, start: r.start, until: until, last: r}
-		} else {
-			e = &OpError{Err: ErrExpired}
-		}
-	} else {
-		e = &OpError{Err: r.adoptFailure()}
+	rest := quorumTTL(left, c.quorum)
+	until := validUntil(r.start, rest, c.drift(rest))
+	if !time.Now().Before(until) {
+		return nil, ErrExpired
 	}
-	r.decide(l != nil)
-	c.hooks.round(ctx, "adopt", key, 1, r)
-	if e != nil {
-		e.Op, e.Key, e.Quorum, e.Rounds, e.Nodes = "adopt", key, c.quorum, 1, r.results
-		if e.Err == ErrNoQuorum {
-			e.ctxErr = ctx.Err()
-		}
-		return nil, e
+	ks := keyset{Set: wire.One(key)}
+	switch kind {
+	case wire.Reader:
+		ks.Kind = wire.Reader
+	case wire.Permit:
+		// Every slot a semaphore may have: its release looks for the
+		// token in each (see Set.Release).
+		ks.Permits, ks.Slot = wire.MaxPermits, slot
 	}
-	return l, nil
+	// The nodes hold the token beside its owner's label, and so do the
+	// calls of the hold.
+	return &Lock{c: c, ks: ks, token: wire.Value(token, owner), ttl: max(rest.Truncate(time.Millisecond), time.Millisecond),
+		fence: fence, start: r.start, until: until, last: r}, nil
 }
 
-// adoptFailure returns why an adopt round found no quorum holding the
-// token: too many nodes refused (ErrRefused) or too few answered
-// (ErrNoQuorum); else, as for an acquisition, the key is held on a quorum,
-// but not by the token alone (ErrTaken); or it is held on too few nodes,
-// by anyone, to be held at all: what is left of a released or expired
-// hold, in flight or expiring (ErrLockLost).
+// adoptFailure returns why an adopt round in which a quorum of nodes
+// answered found no quorum holding the token: as for an acquisition, the
+// key is held on a quorum, but not by the token alone (ErrTaken); or it is
+// held on too few nodes, by anyone, to be held at all: what is left of a
+// released or expired hold, in flight or expiring (ErrLockLost).
 func (r *round) adoptFailure() error {
-	switch {
-	case r.refusedQuorum():
-		return ErrRefused
-	case r.count(observe.OutcomeOK)+r.count(observe.OutcomeTaken)+r.count(observe.OutcomeAbsent) < r.c.quorum:
-		return ErrNoQuorum
-	case r.count(observe.OutcomeTaken) > 0 && r.count(observe.OutcomeOK)+r.count(observe.OutcomeTaken) >= r.c.quorum:
+	if r.count(observe.OutcomeTaken) > 0 && r.count(observe.OutcomeOK)+r.count(observe.OutcomeTaken) >= r.c.quorum {
 		return ErrTaken
 	}
 	return ErrLockLost

@@ -57,10 +57,7 @@ func (b bridge) States() []observe.NodeState {
 // in quarantine only once a lock is tried in it.
 func (b bridge) Probe(ctx context.Context) []observe.NodeState {
 	c := b.c
-	r := c.send(ctx, c.opts.ReleaseTimeout, 1, wire.Probe(), nil)
-	r.drain()
-	r.decide(r.count(observe.OutcomeOK) == len(c.nodes))
-	c.hooks.round(ctx, "probe", "", 1, r)
+	r, _ := c.inquire(ctx, "probe", "", c.opts.ReleaseTimeout, 1, wire.Probe(), everyOK)
 	c.heard(ctx, r, 0)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -84,19 +81,12 @@ func (b bridge) Probe(ctx context.Context) []observe.NodeState {
 func (b bridge) Inspect(ctx context.Context, key string) clientx.Round {
 	c := b.c
 	ctx, ev := c.hooks.begin(ctx, "inspect", key)
-	r := c.send(ctx, c.opts.ReleaseTimeout, 2, wire.InspectRW(key), nil)
-	r.drain()
-	r.decide(r.count(observe.OutcomeOK) == len(c.nodes))
-	c.hooks.round(ctx, "inspect", key, 1, r)
+	r, e := c.inquire(ctx, "inspect", key, c.opts.ReleaseTimeout, 2, wire.InspectRW(key), everyOK)
 	out := clientx.Round{Start: r.start, Quorum: c.quorum, Results: r.results, Replies: r.decoded}
 	if !c.opts.DisableQuarantine {
-		out.Quarantine = max(c.quarantineFor(0), r.maxTTL)
+		out.Quarantine = max(c.quarantineFor(0), r.maxTTL())
 	}
-	if r.count(observe.OutcomeOK) < c.quorum {
-		e := &OpError{Op: "inspect", Key: key, Quorum: c.quorum, Rounds: 1, Nodes: r.results, Err: ErrNoQuorum}
-		if r.refusedQuorum() {
-			e.Err = ErrRefused
-		}
+	if e != nil {
 		out.Err = e
 	}
 	c.hooks.end(ctx, ev, nil)
@@ -118,43 +108,36 @@ func (c *Client) forceRelease(ctx context.Context, key, waitKey string) (*round,
 	ctx, ev := c.hooks.begin(ctx, "force-release", key)
 	// The fence floor: the removed owner's fence is no more than the
 	// counter of a node that granted it, or, where that counter has been
-	// lost since, than that node's clock (see wire/lua/acquire.lua). The
-	// counters it raises live as long as the largest TTL any node records
-	// would make them.
-	floor, maxTTL := c.fenceFloor(ctx, key)
-	call := wire.Force(key, floor, c.fenceTTL(maxTTL), waitKey)
+	// lost since, than that node's clock (see wire/lua/acquire.lua).
+	floor := c.fenceFloor(ctx, key)
+	call := wire.Force(key, floor, 0, waitKey)
 	if key == waitKey { // not a semaphore's slot: an RWLock's readers go too
-		call = wire.ForceRW(key, floor, c.fenceTTL(maxTTL), waitKey)
+		call = wire.ForceRW(key, floor, 0, waitKey)
 	}
-	r := c.send(context.WithoutCancel(ctx), c.opts.ReleaseTimeout, 2, call, nil)
-	r.drain()
-	ok := r.count(observe.OutcomeOK) >= c.quorum
-	r.decide(ok)
-	c.hooks.round(ctx, "force-release", key, 1, r)
+	r, e := c.inquire(context.WithoutCancel(ctx), "force-release", key, c.opts.ReleaseTimeout, 2, call, nil)
 	c.heard(ctx, r, 0)
 	var err error
-	if !ok {
-		e := &OpError{Op: "force-release", Key: key, Quorum: c.quorum, Rounds: 1, Nodes: r.results, Err: ErrNoQuorum}
-		if r.count(observe.OutcomeRefused) > len(c.nodes)-c.quorum {
-			e.Err = ErrRefused
-		}
+	if e != nil {
 		err = e
 	}
 	c.hooks.end(ctx, ev, err)
 	return r, err
 }
 
+// everyOK decides a round that reads every node: it succeeds when every
+// node answered.
+func everyOK(r *round) bool { return r.count(observe.OutcomeOK) == len(r.results) }
+
 // fenceFloor reads every node's fence counter and clock for key, and
-// returns the largest of them, and the largest TTL the nodes record.
-func (c *Client) fenceFloor(ctx context.Context, key string) (floor int64, maxTTL time.Duration) {
+// returns the largest of them.
+func (c *Client) fenceFloor(ctx context.Context, key string) (floor int64) {
 	r := c.send(ctx, c.opts.ReleaseTimeout, 2, wire.Inspect(key), nil)
 	r.drain()
 	for i, res := range r.results {
 		if res.Outcome == observe.OutcomeOK {
 			d := r.decoded[i]
 			floor = max(floor, d.Fence, d.Clock)
-			maxTTL = max(maxTTL, d.MaxTTL, d.TTL)
 		}
 	}
-	return floor, maxTTL
+	return floor
 }

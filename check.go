@@ -33,10 +33,6 @@ func (o *Options) check() error {
 		return invalidf("ReleaseTimeout %v is negative", o.ReleaseTimeout)
 	case o.Quarantine < 0:
 		return invalidf("Quarantine %v is negative", o.Quarantine)
-	case o.FenceRetention < 0:
-		return invalidf("FenceRetention %v is negative", o.FenceRetention)
-	case o.FenceRetention > 0 && o.FenceRetention < time.Millisecond:
-		return invalidf("FenceRetention %v is below a millisecond", o.FenceRetention)
 	case o.MaxTTL < 0:
 		return invalidf("MaxTTL %v is negative", o.MaxTTL)
 	case o.Quarantine > cmp.Or(o.MaxTTL, defaultMaxTTL):

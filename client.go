@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"log/slog"
-	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -111,24 +110,6 @@ type Options struct {
 	// (appendonly yes with appendfsync always), or for nodes that nobody
 	// locked anything on before.
 	DisableQuarantine bool
-
-	// FenceRetention is how long a node keeps a lock's fence counter
-	// after it last wrote it: at a grant, or at a release that raised it
-	// to the lock's fence. Default: ten times the lock's TTL, at least a
-	// minute.
-	//
-	// A node's fence is the larger of its clock and its counter + 1, so the
-	// counter matters only when the node's clock steps back. A step back of
-	// less than FenceRetention never lowers a fence: if it comes while the
-	// counter lives, the counter lives on (its expiry follows the same
-	// clock) until the clock has passed every fence it gave; if it comes
-	// later, the clock was already more than FenceRetention past them. A
-	// larger step is survived only when it comes while the counter lives.
-	// Each distinct key locked in the last FenceRetention costs each node
-	// one counter, about a hundred bytes (see BENCHMARKS.md): a shorter
-	// retention saves memory when many distinct keys are locked, a longer
-	// one survives larger clock steps.
-	FenceRetention time.Duration
 
 	// Owner labels the locks the client takes, so that Inspect and the
 	// redlock command can say who holds one. It is stored on the nodes
@@ -306,19 +287,6 @@ func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 		return c.opts.NodeTimeout
 	}
 	return min(ttl/10, defaultMaxNodeTimeout)
-}
-
-// fenceTTL returns how long a fence counter outlives its lock's last
-// grant or release: Options.FenceRetention, by default ten TTLs and at
-// least a minute.
-func (c *Client) fenceTTL(ttl time.Duration) time.Duration {
-	if c.opts.FenceRetention > 0 {
-		return c.opts.FenceRetention
-	}
-	if ttl > math.MaxInt64/10 { // only for MaxTTLs of decades
-		return math.MaxInt64
-	}
-	return max(10*ttl, time.Minute)
 }
 
 // defaultOwner returns "host:pid", cut to maxOwnerLen bytes at a rune

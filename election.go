@@ -3,11 +3,10 @@ package redlock
 import (
 	"context"
 	"errors"
-	"slices"
+	"math"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/wire"
-	"github.com/quorumlock/redlock/observe"
 )
 
 // An Election chooses one leader among the candidates that campaign on a
@@ -89,17 +88,28 @@ func (c *Client) publishTerm(ctx context.Context, l *Lock) bool {
 	}
 	l.op.Lock()
 	defer l.op.Unlock()
-	r := c.send(ctx, timeout, 1, wire.Elect(l.ks.Name, l.token, l.fence, c.fenceTTL(l.ttl)), l.last)
+	r := c.send(ctx, timeout, 1, wire.Elect(l.ks.Name, l.token, l.fence, termTTL(l.ttl)), l.last)
 	// The lock's later rounds follow this one on each node, as they
 	// follow each other (see Lock.last).
 	l.last = r
-	ok := r.collect(c.quorum, 0)
+	ok := r.collect(c.quorum, nil)
 	if !ok {
 		r.drain()
 	}
 	r.decide(ok)
 	c.hooks.round(ctx, "elect", l.ks.Name, 1, r)
 	return ok && time.Now().Before(l.Until())
+}
+
+// termTTL returns how long an election's term record outlives the
+// leader's latest Campaign: ten TTLs, at least a minute. A reader trusts
+// the record only while the lock holds the leader's token, so it needs
+// only to outlive the leadership.
+func termTTL(ttl time.Duration) time.Duration {
+	if ttl > math.MaxInt64/10 { // only for TTLs of decades
+		return math.MaxInt64
+	}
+	return max(10*ttl, time.Minute)
 }
 
 // LeaderInfo is what Leader and Observe tell of an election's leader.
@@ -126,25 +136,11 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 		return LeaderInfo{}, &OpError{Op: "leader", Key: e.key, Err: err}
 	}
 	c := e.c
-	r := c.send(ctx, c.opts.ReleaseTimeout, 2, wire.Leader(e.key), nil)
-	r.drain()
-	r.decide(r.count(observe.OutcomeOK) >= c.quorum)
-	c.hooks.round(ctx, "leader", e.key, 1, r)
-	if r.count(observe.OutcomeOK) < c.quorum {
-		reason := ErrNoQuorum
-		if r.refusedQuorum() {
-			reason = ErrRefused
-		}
-		return LeaderInfo{}, &OpError{Op: "leader", Key: e.key, Quorum: c.quorum, Rounds: 1, Nodes: r.results, Err: reason}
+	r, fail := c.inquire(ctx, "leader", e.key, c.opts.ReleaseTimeout, 2, wire.Leader(e.key), nil)
+	if fail != nil {
+		return LeaderInfo{}, fail
 	}
-	holding := map[string][]int{} // holder ID → the nodes that hold it
-	for i, res := range r.results {
-		if res.Outcome == observe.OutcomeOK && r.decoded[i].Holder != "" {
-			id := r.decoded[i].Holder
-			holding[id] = append(holding[id], i)
-		}
-	}
-	for id, nodes := range holding {
+	for id, nodes := range r.holders() {
 		if len(nodes) < c.quorum {
 			continue
 		}
@@ -159,11 +155,10 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 		if info.Term == 0 {
 			break
 		}
-		slices.Sort(ttls)
-		info.Ends = r.start.Add(ttls[len(ttls)-c.quorum])
+		info.Ends = r.start.Add(quorumTTL(ttls, c.quorum))
 		return info, nil
 	}
-	return LeaderInfo{}, &OpError{Op: "leader", Key: e.key, Quorum: c.quorum, Rounds: 1, Nodes: r.results, Err: ErrNoLeader}
+	return LeaderInfo{}, r.opError("leader", e.key, ErrNoLeader)
 }
 
 // Observe reports the election's leader on the returned channel: at once,

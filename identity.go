@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/wire"
-	"github.com/quorumlock/redlock/observe"
 )
 
 // This file holds the rule "one server, one vote": two of a client's
@@ -129,23 +128,20 @@ func (c *Client) probeID(ctx context.Context, i int) {
 	}
 }
 
-// unidentified turns the grants of the round's nodes whose server the
-// client does not know yet into failures, and reports whether there were
-// any: such a node may be another node's server, so its vote cannot
-// count until the probe has told.
-func (c *Client) unidentified(r *round) bool {
+// unidentified returns, for each node, whether the client does not know
+// its server yet; nil once it knows every node's. Such a node may be
+// another node's server, so its vote cannot count until the probe has
+// told (see round.void).
+func (c *Client) unidentified() []bool {
 	ids := &c.ids
 	if ids.all.Load() {
-		return false
+		return nil
 	}
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
-	found := false
-	for i := range r.results {
-		if res := &r.results[i]; res.Outcome == observe.OutcomeOK && !ids.known[i] {
-			res.Outcome, res.Err = observe.OutcomeFailed, errUnidentified
-			found = true
-		}
+	unknown := make([]bool, len(ids.known))
+	for i, k := range ids.known {
+		unknown[i] = !k
 	}
-	return found
+	return unknown
 }

@@ -33,7 +33,6 @@ type lane struct {
 	queue   []*request
 	workers int           // goroutines running
 	idle    int           // goroutines waiting for wake
-	direct  int           // requests sent by their callers (see claim)
 	wake    chan struct{} // a token for an idle goroutine; cap laneWorkers
 	closed  chan struct{} // closed by close: idle goroutines end at once
 	once    sync.Once
@@ -104,28 +103,6 @@ func newLane(n driver.Batcher) *lane {
 // submitted later is still sent.
 func (ln *lane) close() {
 	ln.once.Do(func() { close(ln.closed) })
-}
-
-// claim reports whether the caller may send a request itself, on its own
-// goroutine, instead of handing it to the lane: when nothing is queued and
-// nothing is being sent, so that there is no batch for it to join. The
-// request then costs no goroutine hand-off. A caller that claimed the lane
-// calls unclaim when its request has returned; requests that come in the
-// meantime go through the lane's goroutines.
-func (ln *lane) claim() bool {
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	if len(ln.queue) > 0 || ln.workers > ln.idle || ln.direct > 0 {
-		return false
-	}
-	ln.direct++
-	return true
-}
-
-func (ln *lane) unclaim() {
-	ln.mu.Lock()
-	ln.direct--
-	ln.mu.Unlock()
 }
 
 // submit queues q and makes sure a goroutine will send it.

@@ -111,10 +111,9 @@ func (l *Lock) ID() string { return wire.TokenID(l.token) }
 // of every owner that held the lock before, as long as no node hands out
 // fences ahead of the other nodes' clocks by as much as the TTL of a lock
 // on the key, and no node's clock has gone back since an earlier owner's
-// grant while that node has no counter for the lock (a counter lives
-// Options.FenceRetention, by default ten TTLs and at least a minute, after
-// the lock's last grant or release, and a restart without persistence
-// loses it). A node's fence is its clock or,
+// grant while that node has no counter for the lock (the counters of a
+// hash slot live in its marker, which has no expiry, and a restart
+// without persistence loses it). A node's fence is its clock or,
 // when that is behind, its counter, which its clock wrote: a clock ahead
 // by X needs every TTL used on the key above X, and still does through
 // the counter until X has passed since the clock was put right. A resource
@@ -343,7 +342,7 @@ func (l *Lock) release(ctx context.Context) error {
 	// A release within the validity that a quorum confirms is all the
 	// caller needs to hear; one after the deadline, or one that finds the
 	// lock gone, is reported with every node's answer.
-	r := l.c.releaseRound(ctx, l.last, l.ks.Release(l.token, l.fence, l.c.fenceTTL(l.ttl)), expired)
+	r := l.c.releaseRound(ctx, l.last, l.ks.Release(l.token, l.fence, 0), expired)
 	r.decide(r.count(observe.OutcomeOK) >= l.c.quorum)
 	l.c.hooks.round(ctx, "release", l.ks.Name, 1, r)
 	// A goroutine of this Client that waits for the key is woken at once.
@@ -351,7 +350,7 @@ func (l *Lock) release(ctx context.Context) error {
 	// back before it takes the key again, so that one of them gets its
 	// turn: when the slot it freed was the only free one. A semaphore with
 	// other slots free has room for both.
-	if local := l.c.wakeLocal(l.ks.Name); !local && r.woke > 0 && r.full() {
+	if local := l.c.wakeLocal(l.ks.Name); !local && r.woke() && r.full() {
 		l.c.noteHandoff(l.ks.Name)
 	}
 	var reason error
@@ -368,6 +367,28 @@ func (l *Lock) release(ctx context.Context) error {
 		reason = ErrNoQuorum
 	}
 	return &OpError{Op: "release", Key: l.ks.Name, Quorum: l.c.quorum, Rounds: 1, Nodes: r.results, Err: reason}
+}
+
+// full reports whether a release left at most one slot free, the one it
+// freed, on some node that confirmed it: true for a lock, whose one key is
+// its one slot; for a permit, whether the semaphore was full.
+func (r *round) full() bool {
+	for i, res := range r.results {
+		if res.Outcome == observe.OutcomeOK && r.decoded[i].Free <= 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// woke reports whether the nodes told any waiter of a release.
+func (r *round) woke() bool {
+	for _, d := range r.decoded {
+		if d.Woke > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // A watchdog extends a lock in the background.

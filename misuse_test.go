@@ -76,11 +76,10 @@ func TestMaxTTL(t *testing.T) {
 	}
 }
 
-func TestFenceTTLHugeTTL(t *testing.T) {
-	c, _ := New(nodes("a"), &Options{MaxTTL: 1<<63 - 1})
+func TestTermTTLHugeTTL(t *testing.T) {
 	for _, ttl := range []time.Duration{time.Second, time.Hour, 1 << 60, 1<<63 - 1} {
-		if f := c.fenceTTL(ttl); f < ttl || f < time.Minute {
-			t.Errorf("fenceTTL(%v) = %v: below the TTL or a minute", ttl, f)
+		if f := termTTL(ttl); f < ttl || f < time.Minute {
+			t.Errorf("termTTL(%v) = %v: below the TTL or a minute", ttl, f)
 		}
 	}
 }

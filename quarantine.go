@@ -18,12 +18,43 @@ import (
 // how each round's answers update what it knows of its nodes' health.
 
 // youngHorizon is the age under which a node's grant is counted only after
-// the client has heard every node since the node started (see collect).
+// the client has heard every node since the node started (see ballot).
 const youngHorizon = time.Hour
 
+// ballot returns how an acquisition round under the quarantine q counts
+// its grants (see round.collect); nil when q is 0, without quarantine.
+//
+// A grant counts only from a node whose process has run for at least q,
+// or for the largest TTL any node of the round reports if that is longer;
+// other grants become Quarantined. The bar comes from what the client has
+// heard, and a node that restarted knows nothing of the locks granted
+// before: only the other nodes do. So a quorum that leans on a young node
+// (one that started less than youngHorizon ago) is trusted at once only
+// if the client heard every node after that node started, which put every
+// TTL recorded before its restart into the bar; otherwise the round waits
+// for every answer or the deadline, since the node that knows of a long
+// lock may be the slowest. Call ballot before the round is sent: what the
+// client has heard is what it heard before the round.
+func (c *Client) ballot(q time.Duration) ballot {
+	return quarantineBallot(q, c.lastHeardAll())
+}
+
+// quarantineBallot is the ballot of a round under the quarantine q, of a
+// client that last heard every node in a round that started at heardAll.
+func quarantineBallot(q time.Duration, heardAll time.Time) ballot {
+	if q == 0 {
+		return nil
+	}
+	return func(r *round) bool {
+		r.quarantine(max(q, r.maxTTL()))
+		return r.leansOnUnheard(max(youngHorizon, q), heardAll)
+	}
+}
+
 // leansOnUnheard reports whether a grant came from a node younger than
-// horizon that may have started after the client last heard every node.
-func (r *round) leansOnUnheard(horizon time.Duration) bool {
+// horizon that may have started after heardAll, when the client last
+// heard every node; zero if it never did.
+func (r *round) leansOnUnheard(horizon time.Duration, heardAll time.Time) bool {
 	for i, res := range r.results {
 		age := r.decoded[i].Age
 		if res.Outcome != observe.OutcomeOK || age >= horizon {
@@ -33,7 +64,7 @@ func (r *round) leansOnUnheard(horizon time.Duration) bool {
 		// answer, and reports its age cut to the millisecond: it started
 		// no later than this.
 		started := r.start.Add(res.Latency - age + time.Millisecond)
-		if r.heardAll.IsZero() || !r.heardAll.After(started) {
+		if heardAll.IsZero() || !heardAll.After(started) {
 			return true
 		}
 	}
@@ -47,6 +78,15 @@ func (r *round) quarantine(q time.Duration) {
 			res.Outcome, res.TTL = observe.OutcomeQuarantined, q-age
 		}
 	}
+}
+
+// maxTTL returns the largest TTL that any node reported recording.
+func (r *round) maxTTL() time.Duration {
+	var m time.Duration
+	for _, d := range r.decoded {
+		m = max(m, d.MaxTTL)
+	}
+	return m
 }
 
 // quarantineFor returns how long a node must have run to vote for a lock
@@ -180,7 +220,7 @@ func raise(a *atomic.Int64, v int64) {
 // was not waited for keeps its previous state. The Observer is told of
 // every change.
 func (c *Client) heard(ctx context.Context, r *round, quarantine time.Duration) {
-	c.learn(r.maxTTL) // covers the TTL of a grant: every acquire reply reports at least its own TTL
+	c.learn(r.maxTTL()) // covers the TTL of a grant: every acquire reply reports at least its own TTL
 	if all := r.pending == 0; all {
 		for _, d := range r.decoded {
 			all = all && d.Age >= 0

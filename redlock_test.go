@@ -53,8 +53,6 @@ func TestNewRejects(t *testing.T) {
 		{"tries", nodes("a"), &Options{Tries: -1}, "Tries"},
 		{"release timeout", nodes("a"), &Options{ReleaseTimeout: -1}, "ReleaseTimeout"},
 		{"quarantine", nodes("a"), &Options{Quarantine: -1}, "Quarantine"},
-		{"fence retention negative", nodes("a"), &Options{FenceRetention: -time.Second}, "FenceRetention"},
-		{"fence retention below a millisecond", nodes("a"), &Options{FenceRetention: time.Microsecond}, "FenceRetention"},
 		{"quarantine both ways", nodes("a"), &Options{Quarantine: time.Second, DisableQuarantine: true}, "DisableQuarantine"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -398,34 +396,35 @@ func TestCollectHearsEveryoneBeforeTrustingYoungNodes(t *testing.T) {
 	survivor := func(maxTTL int64) answer {
 		return answer{node: 2, val: []any{int64(0), int64(800), int64(7_200_000), maxTTL}}
 	}
+	bar := 300 * time.Millisecond
 	r := syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(1000))
-	if r.collect(2, 300*time.Millisecond) {
+	if r.collect(2, quarantineBallot(bar, time.Time{})) {
 		t.Fatal("a quorum of young nodes was trusted before the survivor's answer raised the bar to 1s")
 	}
 	if got := [3]observe.Outcome{r.results[0].Outcome, r.results[1].Outcome, r.results[2].Outcome}; got != [3]observe.Outcome{observe.OutcomeQuarantined, observe.OutcomeQuarantined, observe.OutcomeTaken} {
 		t.Fatalf("outcomes %v", got)
 	}
 	// When nobody knows of a longer lock, the same grants stand.
-	if r := syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(100)); !r.collect(2, 300*time.Millisecond) {
+	if r := syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(100)); !r.collect(2, quarantineBallot(bar, time.Time{})) {
 		t.Fatal("grants from nodes older than every TTL known were refused")
 	}
 	// A client that heard every node after the young ones started has
 	// the survivor's TTL in its bar already: it trusts their grants
 	// without waiting for the survivor.
 	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young})
-	r.start, r.heardAll = time.Now(), time.Now().Add(-400*time.Millisecond)
-	if !r.collect(2, 300*time.Millisecond) || r.pending != 1 {
+	r.start = time.Now()
+	if !r.collect(2, quarantineBallot(bar, time.Now().Add(-400*time.Millisecond))) || r.pending != 1 {
 		t.Fatalf("heard all after the restart: decided %v with %d answers pending", r.results, r.pending)
 	}
 	// One that last heard every node before they restarted does not.
 	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(1000))
-	r.start, r.heardAll = time.Now(), time.Now().Add(-600*time.Millisecond)
-	if r.collect(2, 300*time.Millisecond) {
+	r.start = time.Now()
+	if r.collect(2, quarantineBallot(bar, time.Now().Add(-600*time.Millisecond))) {
 		t.Fatal("a quorum of nodes restarted after the last full hearing was trusted before the survivor's answer")
 	}
 	// Without quarantine the round is decided on the first two answers.
 	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young})
-	if !r.collect(2, 0) || r.pending != 1 {
+	if !r.collect(2, nil) || r.pending != 1 {
 		t.Fatalf("without quarantine: decided %v with %d answers pending", r.results, r.pending)
 	}
 }
@@ -577,11 +576,10 @@ func TestOutcomeOfStatus(t *testing.T) {
 	}
 }
 
-// TestFallbackStopsOnceSent checks that a round whose request to a slow
-// node waits behind that node's request of the round before stops its
-// fallback timer once the request has been sent, rather than leaving it to
-// fire, and spawn a goroutine, at the last deadline.
-func TestFallbackStopsOnceSent(t *testing.T) {
+// TestWaitingRequestFollowsItsPredecessor checks that a round's request to
+// a slow node waits behind that node's request of the round before, and is
+// sent once that one has returned.
+func TestWaitingRequestFollowsItsPredecessor(t *testing.T) {
 	s := newSlowNodeLog(t)
 	ctx := context.Background()
 	l, err := s.c.TryLock(ctx, "k", 10*time.Second)
@@ -590,16 +588,11 @@ func TestFallbackStopsOnceSent(t *testing.T) {
 	}
 	// c's acquire is still on its way: the extension's request to c waits.
 	r := s.c.send(ctx, 5*time.Second, 1, l.ks.Extend(l.token, 10*time.Second), l.last)
-	// (a's and b's may wait too, for the moment their acquires take to
-	// be marked as returned after their answers were collected.)
-	if r.waiting.Load() < 1 || r.fallback.Load() == nil {
-		t.Fatalf("waiting %d, fallback %v; want c's request waiting behind a fallback timer", r.waiting.Load(), r.fallback.Load())
+	if l.last.reqs[2].next.Load() != &r.reqs[2] {
+		t.Fatal("the extension's request to c was not left waiting behind c's acquire")
 	}
 	close(s.gate)
 	r.drain()
-	if r.waiting.Load() != 0 || r.fallback.Load().Stop() {
-		t.Fatal("c's request was sent, but the fallback timer was still running")
-	}
 	s.c.Close()
 	var got []string
 	for _, e := range s.log {

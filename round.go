@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -10,9 +11,9 @@ import (
 )
 
 // This file is what every round shares: the fan-out of one request to all
-// nodes at once, the counting of their answers, and the quorum rule; and
-// the rounds built on them that undo a failed acquisition, extend a lock
-// and release it. One acquisition round, step by step, is in acquire.go.
+// nodes at once, the counting of their answers, and the quorum rule. One
+// acquisition round, step by step, is in acquire.go; the quarantine's part
+// in the count is in quarantine.go.
 //
 // A round sends one request to all nodes at once, so that it takes as long
 // as the slowest node it needs rather than the sum of all of them. The
@@ -36,7 +37,7 @@ func validUntil(start time.Time, ttl, drift time.Duration) time.Time {
 // short by the cancellation of ctx.
 func (c *Client) cleanUp(ctx context.Context, key string, acq *round) *round {
 	acq.drain()
-	r := c.releaseRound(ctx, nil, acq.call.Undo(acq.fence, c.fenceTTL(0)), true)
+	r := c.releaseRound(ctx, nil, acq.call.Undo(acq.maxFence(), 0), true)
 	reached := r.count(observe.OutcomeOK) + r.count(observe.OutcomeAbsent) + r.count(observe.OutcomeTaken)
 	r.decide(reached == len(c.nodes))
 	if reached < len(c.nodes) {
@@ -55,7 +56,7 @@ func (c *Client) cleanUp(ctx context.Context, key string, acq *round) *round {
 // its first TTL on that node.
 func (c *Client) extendRound(ctx context.Context, prev *round, call wire.Call, timeout time.Duration) (*round, bool) {
 	r := c.send(ctx, timeout, 1, call, prev)
-	if r.collect(c.quorum, 0) {
+	if r.collect(c.quorum, nil) {
 		return r, true
 	}
 	r.drain()
@@ -83,7 +84,7 @@ func (c *Client) releaseRound(ctx context.Context, prev *round, call wire.Call, 
 		ctx = context.WithoutCancel(ctx)
 	}
 	r := c.send(ctx, c.opts.ReleaseTimeout, 2, call, prev)
-	if all || !r.collect(c.quorum, 0) {
+	if all || !r.collect(c.quorum, nil) {
 		r.drain()
 	}
 	return r
@@ -96,13 +97,11 @@ type round struct {
 	// lastDeadline is the latest of deadline and the lastDeadline of the
 	// round this one's requests wait for (see send).
 	lastDeadline time.Time
-	ctx          context.Context            // the requests' context: ends at the deadline
-	expired      <-chan struct{}            // ctx.Done(): closed at the deadline, or earlier if the caller's context ends
-	answered     chan int                   // the nodes whose requests returned, each once; buffered: senders never block
-	running      atomic.Int32               // requests that have not returned
-	waiting      atomic.Int32               // requests waiting for their turn behind the round before (see send)
-	fallback     atomic.Pointer[time.Timer] // sends the waiting requests at the last deadline; stopped when none waits
-	cancel       func()                     // ends ctx; called when every request has returned
+	ctx          context.Context // the requests' context: ends at the deadline
+	expired      <-chan struct{} // ctx.Done(): closed at the deadline, or earlier if the caller's context ends
+	answered     chan int        // the nodes whose requests returned, each once; buffered: senders never block
+	running      atomic.Int32    // requests that have not returned
+	cancel       func()          // ends ctx; called when every request has returned
 
 	call   wire.Call // what is sent to every node
 	reqs   []request // each node's request, for the nodes' lanes
@@ -112,29 +111,12 @@ type round struct {
 	results []observe.NodeResult // filled in as the answers are collected
 	decoded []wire.Reply         // each node's decoded answer; Age -1 until known
 	pending int                  // answers not collected yet
-	maxTTL  time.Duration        // acquire, probe: the largest TTL any node reported
-	fence   int64                // acquire: the largest fence granted
-	woke    int64                // release: how many waiters the nodes told
-
-	// acquire: the start of the client's latest earlier round in which
-	// every node answered; zero if none.
-	heardAll time.Time
 
 	// Set by decide, for the Observer.
 	took    time.Duration
 	verdict []observe.NodeResult // results as they stood when decided; nil without an Observer
 	ok      bool
 	observe bool // the client has an Observer
-}
-
-// A soloRound is a round on one node with its request, result and decoded
-// answer, which the round's reqs, results and decoded slice: one
-// allocation instead of four.
-type soloRound struct {
-	round
-	req     [1]request
-	result  [1]observe.NodeResult
-	decoded [1]wire.Reply
 }
 
 // send sends call to every node at once. The requests are cut off after
@@ -148,19 +130,10 @@ type soloRound struct {
 //
 // A node that is a driver.Batcher gets its request through its lane,
 // batched with the requests of other rounds; any other node gets a
-// goroutine that calls Eval. With a single node there is nothing to send
-// in parallel: the request is sent from the caller's goroutine, unless
-// the node's lane is busy and the request can join its next batch.
+// goroutine that calls Eval.
 func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, call wire.Call, after *round) *round {
 	n := len(c.nodes)
-	var r *round
-	if n == 1 {
-		s := new(soloRound)
-		r = &s.round
-		r.reqs, r.results, r.decoded = s.req[:], s.result[:], s.decoded[:]
-	} else {
-		r = &round{reqs: make([]request, n), results: make([]observe.NodeResult, n), decoded: make([]wire.Reply, n)}
-	}
+	r := &round{reqs: make([]request, n), results: make([]observe.NodeResult, n), decoded: make([]wire.Reply, n)}
 	r.start = time.Now()
 	r.answered = make(chan int, n)
 	r.call, r.pending, r.observe, r.c = call, n, c.opts.Observer != nil, c
@@ -178,58 +151,30 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, tries int, cal
 	r.running.Store(int32(n))
 	r.flying = &c.flying
 	c.flying.add(n)
+	waiting := false
 	for i, node := range c.nodes {
 		r.results[i].Node = node.Name()
 		r.decoded[i].Age = -1
 		q := &r.reqs[i]
 		q.r, q.node, q.tries = r, i, tries
-		if after != nil {
-			r.waiting.Add(1)
-			if after.reqs[i].then(q) {
-				continue
-			}
-			r.waiting.Add(-1)
+		if after != nil && after.reqs[i].then(q) {
+			waiting = true
+			continue
 		}
-		ln := c.lanes[i]
-		switch {
-		case n == 1 && ln == nil:
-			q.run(node)
-		case n == 1 && ln.claim():
-			q.run(node)
-			ln.unclaim()
-		default:
-			q.dispatch()
-		}
+		q.dispatch()
 	}
-	if r.waiting.Load() > 0 {
-		// The fallback for a node that ignores its context. It is
-		// stopped once every waiting request has been sent (see
-		// waited), as it almost always is long before it would fire:
-		// a timer left to fire costs a goroutine and a wake-up per round.
-		t := time.AfterFunc(time.Until(after.lastDeadline), func() {
+	if waiting {
+		// The fallback for a node that ignores its context: at the last
+		// deadline, the requests still waiting are sent anyway.
+		time.AfterFunc(time.Until(after.lastDeadline), func() {
 			for i := range after.reqs {
 				if q := after.reqs[i].next.Swap(nil); q != nil {
 					q.dispatch()
 				}
 			}
 		})
-		r.fallback.Store(t)
-		if r.waiting.Load() == 0 {
-			t.Stop()
-		}
 	}
 	return r
-}
-
-// waited records that one of the round's requests that waited behind
-// the round before has been sent, and stops the fallback timer once none
-// waits any more.
-func (r *round) waited() {
-	if r.waiting.Add(-1) == 0 {
-		if t := r.fallback.Load(); t != nil {
-			t.Stop()
-		}
-	}
 }
 
 // deliver hands the answer to request q to the round's collector, and
@@ -242,50 +187,43 @@ func (r *round) deliver(q *request, v any, err error) {
 	}
 	q.returned.Store(true)
 	if next := q.next.Swap(nil); next != nil {
-		// Counted as sent before it is: its answer, and whoever waits
-		// for it, must find the fallback stopped.
-		next.r.waited()
 		next.dispatch()
 	}
 	r.flying.done()
 }
 
 // collect gathers answers until the round is decided: it returns true as
-// soon as quorum nodes answered OK, and false as soon as a quorum is out of
-// reach or the round's deadline has passed.
+// soon as quorum nodes agree (see agreed), and false as soon as a quorum
+// is out of reach or the round's deadline has passed.
 //
-// With quarantine > 0, a grant counts only from a node whose process has
-// run for at least the quarantine, or for the largest TTL any node of the
-// round reports if that is longer; other grants become Quarantined. The
-// bar comes from what the client has heard, and a node that restarted
-// knows nothing of the locks granted before: only the other nodes do. So a
-// quorum that leans on a young node (one that started less than
-// youngHorizon ago) is trusted at once only if the client heard every node
-// after that node started (r.heardAll), which put every TTL recorded
-// before its restart into the bar; otherwise the round waits for every
-// answer or the deadline, since the node that knows of a long lock may be
-// the slowest.
-func (r *round) collect(quorum int, quarantine time.Duration) bool {
-	for r.pending > 0 {
-		if !r.next() {
-			return r.granted(quorum, quarantine)
-		}
-		if r.granted(quorum, quarantine) && (quarantine == 0 || !r.leansOnUnheard(max(youngHorizon, quarantine))) {
+// With a ballot, the ballot judges the answers first, as each comes in: it
+// may turn grants into refusals, and ask to wait for more answers though a
+// quorum agrees (see Client.ballot).
+func (r *round) collect(quorum int, b ballot) bool {
+	for r.pending > 0 && r.next() {
+		wait := b != nil && b(r)
+		if r.agreed(quorum) && !wait {
 			return true
 		}
 		if best, _ := r.votes(); best+r.pending < quorum {
 			return false
 		}
 	}
-	return r.granted(quorum, quarantine)
+	if b != nil {
+		b(r)
+	}
+	return r.agreed(quorum)
 }
 
-// granted applies the quarantine to the answers so far and reports
-// whether quorum nodes granted.
-func (r *round) granted(quorum int, quarantine time.Duration) bool {
-	if quarantine > 0 {
-		r.quarantine(max(quarantine, r.maxTTL))
-	}
+// A ballot judges the answers of a round collected so far, as the rules of
+// an acquisition want (the quarantine): it turns the grants that do not
+// count into refusals, and reports whether the round must wait for more
+// answers even with a quorum.
+type ballot func(r *round) (wait bool)
+
+// agreed is the quorum rule: it reports whether at least quorum nodes
+// granted, for one slot (see votes).
+func (r *round) agreed(quorum int) bool {
 	best, _ := r.votes()
 	return best >= quorum
 }
@@ -388,21 +326,48 @@ func (r *round) record(q *request) {
 	if d.Status != wire.Failed {
 		r.decoded[q.node] = d
 	}
-	r.maxTTL = max(r.maxTTL, d.MaxTTL)
-	r.fence = max(r.fence, d.Fence)
-	r.woke += d.Woke
 }
 
-// full reports whether a release left at most one slot free, the one it
-// freed, on some node that confirmed it: true for a lock, whose one key is
-// its one slot; for a permit, whether the semaphore was full.
-func (r *round) full() bool {
-	for i, res := range r.results {
-		if res.Outcome == observe.OutcomeOK && r.decoded[i].Free <= 1 {
-			return true
+// void turns the grants of the nodes marked in which (nil: none) into
+// failures with err, and reports whether there were any.
+func (r *round) void(which []bool, err error) bool {
+	found := false
+	for i := range which {
+		if res := &r.results[i]; which[i] && res.Outcome == observe.OutcomeOK {
+			res.Outcome, res.Err = observe.OutcomeFailed, err
+			found = true
 		}
 	}
-	return false
+	return found
+}
+
+// maxFence returns the largest fence that any node gave.
+func (r *round) maxFence() int64 {
+	var f int64
+	for _, d := range r.decoded {
+		f = max(f, d.Fence)
+	}
+	return f
+}
+
+// quorumTTL returns the time left on the quorum-th longest of ttls, the
+// TTLs of the nodes that hold something: when fewer than quorum of them
+// will hold it. It sorts ttls, of which there are at least quorum.
+func quorumTTL(ttls []time.Duration, quorum int) time.Duration {
+	slices.Sort(ttls)
+	return ttls[len(ttls)-quorum]
+}
+
+// holders tallies the holders that the nodes reported (Reply.Holder):
+// each holder's ID, with the nodes that answered OK and hold for it.
+func (r *round) holders() map[string][]int {
+	holding := map[string][]int{}
+	for i, res := range r.results {
+		if id := r.decoded[i].Holder; res.Outcome == observe.OutcomeOK && id != "" {
+			holding[id] = append(holding[id], i)
+		}
+	}
+	return holding
 }
 
 // count returns how many nodes had the outcome o.
@@ -445,18 +410,41 @@ func (r *round) lostQuorum() bool {
 	return r.count(observe.OutcomeTaken)+r.count(observe.OutcomeAbsent) > len(r.results)-r.c.quorum
 }
 
-// expired returns ctx.Err(), or context.DeadlineExceeded once ctx's
-// deadline has passed though ctx is not done yet: the timer that ends a
-// context fires late on a loaded machine, and a round sent after the
-// deadline fails for want of time (its requests' deadlines have passed),
-// not for anything the nodes said, so it must not be sent, nor stand as
-// the reason of a wait's end.
-func expired(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
+// inquire makes a round of call that waits for every node's answer, at
+// most timeout, for an operation op on key that reads or forces rather
+// than acquires: Leader, Adopt, Inspect, Probe, ForceRelease. ok decides
+// the round from its answers (nil: a quorum answered OK), and the
+// Observer is told of it. It returns the round and, when fewer than a
+// quorum of nodes answered (OK, Taken or Absent), an *OpError wrapping
+// ErrRefused if so many refused that no quorum could have answered, and
+// ErrNoQuorum otherwise.
+func (c *Client) inquire(ctx context.Context, op, key string, timeout time.Duration, tries int, call wire.Call, ok func(*round) bool) (*round, *OpError) {
+	r := c.send(ctx, timeout, tries, call, nil)
+	r.drain()
+	answered := r.count(observe.OutcomeOK) + r.count(observe.OutcomeTaken) + r.count(observe.OutcomeAbsent)
+	if ok == nil {
+		r.decide(r.count(observe.OutcomeOK) >= c.quorum)
+	} else {
+		r.decide(ok(r))
 	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
+	c.hooks.round(ctx, op, key, 1, r)
+	if answered >= c.quorum {
+		return r, nil
 	}
-	return nil
+	return r, r.opError(op, key, r.shortOfQuorum())
+}
+
+// shortOfQuorum returns why too few nodes answered a round: ErrRefused
+// when so many refused that no quorum could have agreed, else ErrNoQuorum.
+func (r *round) shortOfQuorum() error {
+	if r.refusedQuorum() {
+		return ErrRefused
+	}
+	return ErrNoQuorum
+}
+
+// opError returns the *OpError of op on key, decided by this one round,
+// wrapping err.
+func (r *round) opError(op, key string, err error) *OpError {
+	return &OpError{Op: op, Key: key, Quorum: r.c.quorum, Rounds: 1, Nodes: r.results, Err: err}
 }

@@ -221,7 +221,7 @@ func (k *KeyMem) measure(ctx context.Context, cfg *Config) error {
 	}
 	// The fresh server would be in restart quarantine for a TTL of ten
 	// minutes: quarantine off. The node record is written all the same.
-	c, closeC, err := dialRedlock(k.Library, []string{ss[0].Addr()}, &redlock.Options{DisableQuarantine: true, FenceRetention: k.Retention})
+	c, closeC, err := dialRedlock(k.Library, []string{ss[0].Addr()}, &redlock.Options{DisableQuarantine: true})
 	if err != nil {
 		return err
 	}
