@@ -39,7 +39,7 @@ func newIdentities(n int) identities {
 // probe it costs an atomic load.
 //
 // The first call probes every node, bounded by timeout, and every call
-// waits for it. Later calls send the probe, in the background, to the
+// waits for it (see firstIdentification). Later calls send the probe, in the background, to the
 // nodes still unknown (those that did not answer, usually because they
 // are down), one probe per node at a time, and return at once: a node
 // that stays down does not slow every round. Until a node is known its
@@ -63,17 +63,7 @@ func (c *Client) identify(ctx context.Context, timeout time.Duration) error {
 	}
 	ids.mu.Unlock()
 	if first {
-		var wg sync.WaitGroup
-		pctx, cancel := context.WithTimeout(ctx, timeout)
-		for _, i := range probe {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c.probeID(pctx, i)
-			}()
-		}
-		wg.Wait()
-		cancel()
+		c.firstIdentification(ctx, probe, timeout)
 		close(ids.first)
 	} else {
 		for _, i := range probe {
@@ -94,6 +84,63 @@ func (c *Client) identify(ctx context.Context, timeout time.Duration) error {
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
 	return ids.err
+}
+
+// firstIdentification probes the nodes of probe at once and waits for
+// their answers, bounded by timeout; but once a quorum of nodes is known
+// it waits for the others only as long again as that took (at least
+// graceMin): a node that is slow or down does not hold up the first lock
+// by a node timeout, as it holds up no round. The probes left go on in
+// the background (Close waits for them); until a node is known its grants
+// do not count.
+func (c *Client) firstIdentification(ctx context.Context, probe []int, timeout time.Duration) {
+	const graceMin = 10 * time.Millisecond
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	answered := make(chan struct{}, len(probe))
+	var left sync.WaitGroup
+	left.Add(len(probe))
+	for _, i := range probe {
+		c.flying.add(1) // Close waits for it
+		go func() {
+			defer c.flying.done()
+			defer left.Done()
+			c.probeID(pctx, i)
+			answered <- struct{}{}
+		}()
+	}
+	go func() {
+		left.Wait()
+		cancel()
+	}()
+	var grace <-chan time.Time
+	for range probe {
+		select {
+		case <-answered:
+		case <-pctx.Done():
+			return
+		case <-grace:
+			return
+		case <-ctx.Done():
+			return
+		}
+		if grace == nil && c.ids.count() >= c.quorum {
+			grace = time.After(max(time.Since(start), graceMin))
+		}
+	}
+}
+
+// count returns how many nodes are known.
+func (ids *identities) count() int {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	n := 0
+	for _, k := range ids.known {
+		if k {
+			n++
+		}
+	}
+	return n
 }
 
 // probeID asks node i for its server's run_id and records the answer.
