@@ -65,7 +65,7 @@ func TestClient[N Node](t *testing.T, dial func(url string) (N, error)) {
 	t.Run("EvenN", s.testEvenN)
 	t.Run("FencesN3", func(t *testing.T) { s.testFences(t, 3) })
 	t.Run("FencesN5", func(t *testing.T) { s.testFences(t, 5) })
-	t.Run("FenceRetention", s.testFenceRetention)
+	t.Run("ReleaseLeavesNoRecord", s.testReleaseLeavesNoRecord)
 	t.Run("QuarantineAfterRestart", func(t *testing.T) { s.testQuarantine(t, false, false) })
 	t.Run("CanaryNoQuarantineDoubleGrant", func(t *testing.T) { s.testQuarantine(t, true, false) })
 	t.Run("QuarantineAfterSnapshotRestart", func(t *testing.T) { s.testQuarantine(t, false, true) })

@@ -489,12 +489,12 @@ func probedSlotKey(t *testing.T) string {
 	return m[strings.IndexByte(m, '{'):] + keyFor(t)
 }
 
-// testFenceRetention checks that a released lock leaves no record of its
+// testReleaseLeavesNoRecord checks that a released lock leaves no record of its
 // key on the nodes: the fence counter is the slot's, in the marker, so
 // that a node keeps at most its markers and their format strings however
 // many keys were locked, and the next owner's fence still exceeds the
 // last one's.
-func (s *suite) testFenceRetention(t *testing.T) {
+func (s *suite) testReleaseLeavesNoRecord(t *testing.T) {
 	cl := startCluster(t, 3, false)
 	ctx := ctxT(t)
 	c := s.client(t, cl.urls(), &redlock.Options{NodeTimeout: time.Second})
