@@ -92,9 +92,12 @@ func (s *suite) testSameServer(t *testing.T, srv *redistest.Server, a, b string)
 // the test), so a record of the long TTL that outlived its lock would
 // quarantine them. The client that takes the 2-second locks learned
 // nothing itself: what it must not meet is a weight left on the nodes.
+// MaxTTL is above a minute: the nodes give back, on release, the weight of
+// a grant longer than a minute only; a shorter one weighs until it could
+// have ended (see hold in internal/wire/lua/node.lua).
 func (s *suite) testMaxTTLLeavesNoWeight(t *testing.T) {
 	cl := startCluster(t, 3, false)
-	const maxTTL = 8 * time.Second
+	const maxTTL = 2 * time.Minute
 	long := s.client(t, cl.urls(), &redlock.Options{MaxTTL: maxTTL})
 	key := keyFor(t)
 	l, err := long.TryLock(ctxT(t), key, maxTTL)
@@ -107,8 +110,10 @@ func (s *suite) testMaxTTLLeavesNoWeight(t *testing.T) {
 	if err := l.Release(ctxT(t)); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	// The 2-second locks need nodes older than 2s.
-	time.Sleep(2500 * time.Millisecond)
+	// The 2-second locks need nodes older than 2s. The marker of a slot
+	// not used before (the other key's) takes the node's age from INFO's
+	// uptime_in_seconds, less a second: 3s from the servers' start.
+	time.Sleep(3 * time.Second)
 	short := s.quarantineClient(t, cl.urls(), &redlock.Options{MaxTTL: maxTTL})
 	for _, k := range []string{key, key + ":other"} {
 		l, err := short.TryLock(ctxT(t), k, 2*time.Second)
