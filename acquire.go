@@ -290,8 +290,8 @@ func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n in
 	// validity left: ttl − elapsed − drift > 0. A semaphore's grants count
 	// for the slot they are of: the permit is the slot a quorum granted.
 	granted := r.collect(c.quorum, q)
-	if c.unidentified(r) { // a node not known yet to be a server of its own: its vote waits
-		granted = r.granted(c.quorum, q)
+	for c.unidentified(r) { // a node not known yet to be a server of its own: its vote waits
+		granted = r.collect(c.quorum, q)
 	}
 	until := validUntil(r.start, ttl, c.drift(ttl))
 	valid := granted && time.Now().Before(until)
