@@ -61,8 +61,10 @@ func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n in
 	// be a server of its own does not vote. A semaphore's grants count
 	// for the slot they are of: the permit is the slot a quorum granted.
 	granted := r.collect(c.quorum, b)
-	if r.void(c.unidentified(), errUnidentified) {
-		granted = r.agreed(c.quorum)
+	for r.void(c.unidentified(), errUnidentified) {
+		// The quorum leaned on a node that does not vote yet: the other
+		// nodes' answers may still make one.
+		granted = r.collect(c.quorum, b)
 	}
 	until := validUntil(r.start, ttl, c.drift(ttl))
 	valid := granted && time.Now().Before(until)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -280,6 +281,7 @@ const (
 
 // scriptSteps exercises every script in wire.Scripts on key.
 func scriptSteps(key string) []step {
+	forceFloor := nextForceFloor()
 	return []step{
 		acquireStep(key, "tok1", "60000", granted),
 		acquireStep(key, "tok1", "60000", granted), // a retried acquire finds its grant
@@ -391,9 +393,18 @@ func acquireStep(key, token, ttl string, want any) step {
 	return step{"acquire", []string{key, wire.MarkerKey(key)}, []string{token, ttl, "0"}, want}
 }
 
-// forceFloor is a fence floor above every fence a node hands out from its
-// clock before the year 2255.
-const forceFloor = "9000000000000000"
+// forceFloors counts the floors that nextForceFloor handed out.
+var forceFloors atomic.Int64
+
+// nextForceFloor returns a fence floor above every fence a node hands out
+// from its clock before the year 2255, and above every floor it returned
+// before by a billion: the fence counter is the hash slot's, so steps on a
+// key in a slot whose counter earlier steps raised to their floor (a
+// cluster exercised twice, with keys that share a hash tag) need a floor
+// above it.
+func nextForceFloor() string {
+	return strconv.FormatInt(9_000_000_000_000_000+forceFloors.Add(1)*1_000_000_000, 10)
+}
 
 func forceStep(key, floor string, want any) step {
 	return step{"force", []string{key, wire.MarkerKey(key)}, []string{floor}, want}

@@ -170,8 +170,8 @@ func (s *suite) testClusterNode(t *testing.T) {
 // and the canary no grant in 31 tries.)
 func (s *suite) testClusterRestartEmpty(t *testing.T) {
 	const ttlA, ttlB = 6 * time.Second, time.Second
-	started := time.Now()
 	clusters := startClusters(t, 3)
+	started := time.Now() // after the last master started
 	ctx, key := ctxT(t), keyFor(t)
 	urls := make([]string, len(clusters))
 	masters := make([]*redistest.Server, len(clusters))
@@ -183,9 +183,10 @@ func (s *suite) testClusterRestartEmpty(t *testing.T) {
 		}
 	}
 	// Every master has run for longer than A's TTL, as masters in
-	// service would have. (uptime_in_seconds counts whole seconds, and
-	// the marker takes a second less for the age.)
-	time.Sleep(time.Until(started.Add(ttlA + 1100*time.Millisecond)))
+	// service would have. (uptime_in_seconds counts whole seconds, so it
+	// may read a second less than the time run, and the marker takes a
+	// second less again for the age.)
+	time.Sleep(time.Until(started.Add(ttlA + 2100*time.Millisecond)))
 	opts := redlock.Options{NodeTimeout: 500 * time.Millisecond}
 	a := s.quarantineClient(t, urls, &opts)
 	la := lockOnAll(t, ctx, a, key, ttlA, masters)

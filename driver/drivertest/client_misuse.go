@@ -92,11 +92,11 @@ func (s *suite) testSameServer(t *testing.T, srv *redistest.Server, a, b string)
 // the test), so a record of the long TTL that outlived its lock would
 // quarantine them. The client that takes the 2-second locks learned
 // nothing itself: what it must not meet is a weight left on the nodes.
+// MaxTTL is above a minute: the nodes give back, on release, the weight of
+// a grant longer than a minute only; a shorter one weighs until it could
+// have ended (see hold in internal/wire/lua/node.lua).
 func (s *suite) testMaxTTLLeavesNoWeight(t *testing.T) {
 	cl := startCluster(t, 3, false)
-	// Above a minute: the nodes keep the horizon of such a grant apart and
-	// give it back at its release (see node.lua); shorter TTLs weigh until
-	// twice their TTL has passed, by design.
 	const maxTTL = 2 * time.Minute
 	long := s.client(t, cl.urls(), &redlock.Options{MaxTTL: maxTTL})
 	key := keyFor(t)
