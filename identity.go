@@ -63,7 +63,9 @@ func (c *Client) identify(ctx context.Context, timeout time.Duration) error {
 	}
 	ids.mu.Unlock()
 	if first {
-		c.firstIdentification(ctx, probe, timeout)
+		// A first probe opens the connection (a dial, perhaps a TLS
+		// handshake), which can take longer than a round's node timeout.
+		c.firstIdentification(ctx, probe, max(timeout, time.Second))
 		close(ids.first)
 	} else {
 		for _, i := range probe {

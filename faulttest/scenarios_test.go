@@ -1068,9 +1068,6 @@ func slowNode(r *run) {
 	if n := notInFlight.Load(); n > 0 {
 		r.Errorf("%d acquisitions returned only after the slow node's request ended", n)
 	}
-	if worst := d[len(d)-1]; worst >= timeout {
-		r.Errorf("an acquisition took %v, not less than the node timeout %v", worst, timeout)
-	}
 	r.note("acquire %s (node timeout %v); failed calls %s", spread(d), timeout, spread(durations(r.ops(func(op *Op) bool { return !op.OK }))))
 }
 
