@@ -19,8 +19,8 @@ const tokenLen = wire.TokenLen
 // lock's (Client.Lock, TryLock), an RWLock's reader or writer, or a
 // Semaphore's permit.
 //
-// Adopt makes one round on every node, which only reads, and waits for
-// every answer, at most the node timeout. It succeeds when a quorum of
+// Adopt makes one round on every node, which writes only a fence, and
+// waits for every answer, at most the node timeout. It succeeds when a quorum of
 // nodes holds token on key, in the same way (as the key's holder, as a
 // live reader, or as the permit of the same slot). The returned Lock then
 // acts as the holder's: its Extend and Release are those of the original
@@ -31,24 +31,20 @@ const tokenLen = wire.TokenLen
 // token: the quorum-th longest time left among the holding nodes, counted
 // from before the round, less the drift allowance for that time.
 //
-// Its fence is the largest fence counter among the holding nodes that
-// answered. That is at least the original hold's Fence as long as the
-// nodes whose grants made up the holder's quorum answer, and it is often
-// above it: the holder's Fence is the largest of the first quorum that
-// answered its round, and a node that granted later drew a later fence.
-// A higher fence is as safe: every later hold's fence still exceeds it,
-// under the assumptions of Lock.Fence, and a resource that has seen the
-// adopter's fence refuses the first holder's older one, as a hand-over
-// should. (A reader's counter may have been raised by later readers; it
-// stays below every later writer's fence.)
+// Its fence is drawn anew on each holding node, as a grant draws one:
+// max(the slot's counter + 1, the node's clock), the largest of which is
+// the adopter's. It exceeds the original hold's Fence when the node that
+// gave that fence answers, and otherwise under the assumptions of
+// Lock.Fence; every later hold's fence exceeds it, and a resource that
+// has seen it refuses the first holder's older one, as a hand-over
+// should. Drawing it is the only change Adopt makes on a node.
 //
 // Its TTL, which AutoExtend extends by, is the time the hold had left;
 // call Extend with the TTL wanted.
 //
-// A token that holds on no quorum is refused at once, without a retry and
-// without a change on any node, with an *OpError wrapping ErrTaken when
-// a quorum of nodes hold the key but not all of them for token (another
-// owner holds it), ErrLockLost when too few nodes hold the key at all
+// A token that holds on no quorum is refused at once, without a retry,
+// with an *OpError wrapping ErrTaken when a quorum of nodes hold the key
+// but not all of them for token (another owner holds it), ErrLockLost when too few nodes hold the key at all
 // (the hold is gone, or never was), ErrExpired when a quorum holds the token
 // but for less than the drift allowance, and ErrNoQuorum or ErrRefused
 // when too few nodes answered. An empty key, a reserved key, or a token

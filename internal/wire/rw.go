@@ -127,7 +127,7 @@ func decodeRWView(readers, intents any) (*RWView, bool) {
 	return rw, true
 }
 
-// Adopt returns the call that reads, without writing, whether token (a
+// Adopt returns the call that reads, writing only a fence, whether token (a
 // Token, without the owner label) holds on key on a node: as the key's
 // holder (a lock or a writer), as a live reader of the key, or as the
 // permit of one of the MaxPermits slots a semaphore on key may have. Its

@@ -76,13 +76,14 @@ var (
 	leaderScript = driver.NewScript("leader", "#!lua flags=no-writes\n"+holderSrc+leaderSrc)
 
 	// The scripts of a read-write lock besides the lock's, which extend
-	// and release its writer; and Adopt's, which only reads.
+	// and release its writer; and Adopt's, which writes only the fence
+	// counter.
 	rwReadScript    = driver.NewScript("rw_read", nodeSrc+rwReadSrc)
 	rwWriteScript   = driver.NewScript("rw_write", nodeSrc+rwWriteSrc)
 	rwReleaseScript = driver.NewScript("rw_release", counterSrc+rwReleaseSrc)
 	rwExtendScript  = driver.NewScript("rw_extend", nodeSrc+rwExtendSrc)
 	rwDropScript    = driver.NewScript("rw_drop", rwDropSrc)
-	adoptScript     = driver.NewScript("adopt", "#!lua flags=no-writes\n"+adoptSrc)
+	adoptScript     = driver.NewScript("adopt", adoptSrc)
 )
 
 // Scripts returns every script the client may run, so that a node can

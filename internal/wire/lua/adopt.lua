@@ -1,5 +1,6 @@
--- adopt.lua: what one node holds for a token on a key, read without
--- writing anything, for a process that takes over the token's hold.
+-- adopt.lua: what one node holds for a token on a key, for a process
+-- that takes over the token's hold; where the token holds, the slot's
+-- fence counter is drawn as a grant draws it, and nothing else changes.
 --
 -- KEYS[1]          the lock key (a lock's, or an RW lock's writer)
 -- KEYS[2]          the RW lock's readers (see rw_read.lua)
@@ -16,8 +17,8 @@
 --   { 1, kind, slot, left, fence, value}  the token holds here: kind 0 as
 --        the key's holder (a lock, or a writer), 1 as a live reader, 2 as
 --        the permit of slot; left is the time it has left, in ms; fence
---        the counter of the key (of the slot, for a permit); value the
---        value that holds
+--        max(counter + 1, node clock in µs), which becomes the slot's
+--        counter; value the value that holds
 --   {-1, 0, 0, left, 0}  the token does not hold, but another token does:
 --        the key, a live reader or some slot; left is the time the key's
 --        holder, the latest reader, or the first held slot has left
@@ -28,8 +29,22 @@ local function ours(v)
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+-- counter draws the adopter's fence where the token holds: max(counter
+-- + 1, clock), written as the slot's counter. The adopted hold's fence
+-- must not fall below the one its first holder got, and the node that
+-- gave that fence may not answer the adoption: a drawn fence is above it
+-- when that node answers, and otherwise follows the clocks, as every
+-- fence does (see node.lua). Raising a counter only makes later fences
+-- larger. On a node out of memory (noeviction) the write is refused, and
+-- the counter is returned as read.
 local function counter()
-	return tonumber(redis.call('HGET', KEYS[3], 'fence')) or 0
+	local c = tonumber(redis.call('HGET', KEYS[3], 'fence')) or 0
+	local f = math.max(c + 1, now)
+	local r = redis.pcall('HSET', KEYS[3], 'fence', string.format('%d', f))
+	if type(r) == 'table' and r.err then
+		return c
+	end
+	return f
 end
 local v = redis.call('GET', KEYS[1])
 if ours(v) then
