@@ -25,12 +25,6 @@ var (
 	inspectSrc string
 	//go:embed lua/force.lua
 	forceSrc string
-	//go:embed lua/acquire_all.lua
-	acquireAllSrc string
-	//go:embed lua/release_all.lua
-	releaseAllSrc string
-	//go:embed lua/extend_all.lua
-	extendAllSrc string
 	//go:embed lua/acquire_permit.lua
 	acquirePermitSrc string
 	//go:embed lua/release_permit.lua
@@ -52,6 +46,7 @@ var (
 	//go:embed lua/adopt.lua
 	adoptSrc string
 
+	// The scripts of a lock, on one key or on several keys at once.
 	acquireScript = driver.NewScript("acquire", nodeSrc+acquireSrc)
 	releaseScript = driver.NewScript("release", counterSrc+releaseSrc)
 	extendScript  = driver.NewScript("extend", nodeSrc+extendSrc)
@@ -60,11 +55,6 @@ var (
 	// on replicas and on a node out of memory too.
 	inspectScript = driver.NewScript("inspect", "#!lua flags=no-writes\n"+holderSrc+inspectSrc)
 	forceScript   = driver.NewScript("force", holderSrc+forceSrc)
-
-	// The scripts of a lock on several keys.
-	acquireAllScript = driver.NewScript("acquire_all", nodeSrc+acquireAllSrc)
-	releaseAllScript = driver.NewScript("release_all", counterSrc+releaseAllSrc)
-	extendAllScript  = driver.NewScript("extend_all", nodeSrc+extendAllSrc)
 
 	// The scripts of a semaphore; a permit is extended as a lock on its
 	// slot's key.
@@ -89,7 +79,7 @@ var (
 // load them ahead of time (SCRIPT LOAD), and a test can run them alone.
 func Scripts() []*driver.Script {
 	return []*driver.Script{acquireScript, releaseScript, extendScript, probeScript, inspectScript, forceScript,
-		acquireAllScript, releaseAllScript, extendAllScript, acquirePermitScript, releasePermitScript,
+		acquirePermitScript, releasePermitScript,
 		electScript, leaderScript,
 		rwReadScript, rwWriteScript, rwReleaseScript, rwExtendScript, rwDropScript, adoptScript}
 }

@@ -1,6 +1,5 @@
 -- counter.lua: how the scripts that end a hold (release.lua,
--- release_all.lua, release_permit.lua, rw_release.lua, to which it is
--- prepended) raise the fence counter of a slot and give back the horizon
+-- release_permit.lua, rw_release.lua, to which it is prepended) raise the fence counter of a slot and give back the horizon
 -- of a long grant (see node.lua).
 
 -- READERS is what a lock key holds while readers hold it (see node.lua).

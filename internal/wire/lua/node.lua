@@ -1,6 +1,6 @@
 -- node.lua: what every script that needs the node's clock and memory
--- starts with. It is prepended to probe.lua and to the scripts that grant:
--- acquire.lua, acquire_all.lua, acquire_permit.lua, rw_read.lua and
+-- starts with. It is prepended to probe.lua, extend.lua and to the
+-- scripts that grant: acquire.lua, acquire_permit.lua, rw_read.lua and
 -- rw_write.lua.
 --
 -- The node keeps a small hash per cluster hash slot, the marker (KEYS[3] in
