@@ -22,7 +22,7 @@
 --   {-1, wait,  ...}  the node is in quarantine for wait more ms: it
 --                     restarted too recently to know which locks it lost
 --
--- One key's grant is a plain SET NX PX. When a key already holds our own
+-- One key's grant is a SET NX PX. When a key already holds our own
 -- value, this is a client library re-sending the command after the first
 -- reply was lost; the first call ran after the round started, so the key
 -- lives at least as long as the round assumes, and the retry counts as a
@@ -47,12 +47,15 @@ if wait > 0 then
 	return {-1, wait, age, left}
 end
 if n == 1 then
+	-- SET NX GET (Redis 7) sets the key only if it is absent and returns
+	-- what it held, in one call: a key that is taken costs no GET.
 	local st = markers[1]
-	if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+	local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
+	if not v then
 		local fence = grant(st, ARGV[1], now, ttl)
 		return {1, fence, age, held(st, now)}
 	end
-	if redis.call('GET', KEYS[1]) == ARGV[1] then
+	if v == ARGV[1] then
 		return {1, st.fence, age, math.max(left, ttl)}
 	end
 	return {0, redis.call('PTTL', KEYS[1]), age, left}
