@@ -20,8 +20,17 @@ local READERS = '=readers'
 -- delete, such a node keeps its counter as it is, like a node that the
 -- release did not reach; it cannot grant the lock until it can write
 -- again. Any other error of the write is returned.
+--
+-- A release that freed nothing (the clean-up of a failed round, on the
+-- nodes that did not grant it) gives no horizon back, so it reads the
+-- counter alone.
 local function settle(key, token, fence, freed)
-	local m = redis.call('HMGET', key, 'fence', 'who', 'until2')
+	local m
+	if freed then
+		m = redis.call('HMGET', key, 'fence', 'who', 'until2')
+	else
+		m = {redis.call('HGET', key, 'fence')}
+	end
 	local a = {}
 	local c = tonumber(m[1])
 	if not (c and c >= tonumber(fence)) then
