@@ -208,20 +208,20 @@ end
 -- put writes to the marker of st, in one call, fence as its counter
 -- unless fence is nil, and its horizon if hold changed it.
 local function put(st, fence)
-	local a = {}
+	if not st.dirty then
+		-- The common case: a grant whose horizon the marker covers.
+		if fence then
+			redis.call('HSET', st.key, 'fence', string.format('%d', fence))
+		end
+		return
+	end
+	local a = {'until', string.format('%d', st.hi), 'who', st.who,
+		'until2', string.format('%d', st.hi2), 'ttl2', st.ttl2}
 	if fence then
-		a[1], a[2] = 'fence', string.format('%d', fence)
+		a[9], a[10] = 'fence', string.format('%d', fence)
 	end
-	if st.dirty then
-		a[#a + 1], a[#a + 2] = 'until', string.format('%d', st.hi)
-		a[#a + 1], a[#a + 2] = 'who', st.who
-		a[#a + 1], a[#a + 2] = 'until2', string.format('%d', st.hi2)
-		a[#a + 1], a[#a + 2] = 'ttl2', st.ttl2
-		st.dirty = false
-	end
-	if a[1] then
-		redis.call('HSET', st.key, unpack(a))
-	end
+	st.dirty = false
+	redis.call('HSET', st.key, unpack(a))
 end
 
 -- grant returns the fence of a grant to token in the slot of st at now
