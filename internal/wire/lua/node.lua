@@ -31,6 +31,17 @@
 -- look again. INFO server runs only then, or after a save: it is too
 -- costly for every call.
 --
+-- Every grant with quarantine on pays LASTSAVE and INFO replication; no
+-- cheaper evidence rules out what they catch. The replication ID does not
+-- rule out a restart: a master restored from an RDB file takes its ID and
+-- offset back from it. LASTSAVE does not rule out a promotion: it is
+-- whole seconds, and a master and its replica started in the same second
+-- with no save since report the same. ROLE is not allowed in scripts,
+-- and nothing in the data can tell a promoted replica from its old
+-- master: a full resync copies every field, even one written without
+-- replication, and the grants a promotion loses are exactly those that
+-- left no trace on the replica.
+--
 -- A node refuses to grant, when the client asks for a quarantine q, while
 -- it is younger than max(q, ttl) or its clock is before quiet. The lost
 -- grants of a start are those made before it: each ends by the horizon the
