@@ -7,8 +7,10 @@ import (
 )
 
 var (
+	//go:embed lua/horizon.lua
+	horizonSrc string
 	//go:embed lua/node.lua
-	nodeSrc string
+	markerSrc string
 	//go:embed lua/counter.lua
 	counterSrc string
 	//go:embed lua/acquire.lua
@@ -46,10 +48,14 @@ var (
 	//go:embed lua/adopt.lua
 	adoptSrc string
 
+	// nodeSrc is what the scripts that read or write the node marker
+	// start with; an extension needs only its horizon.
+	nodeSrc = horizonSrc + markerSrc
+
 	// The scripts of a lock, on one key or on several keys at once.
 	acquireScript = driver.NewScript("acquire", nodeSrc+acquireSrc)
 	releaseScript = driver.NewScript("release", counterSrc+releaseSrc)
-	extendScript  = driver.NewScript("extend", nodeSrc+extendSrc)
+	extendScript  = driver.NewScript("extend", horizonSrc+extendSrc)
 	probeScript   = driver.NewScript("probe", nodeSrc+probeSrc)
 	// inspect writes nothing, which its flags tell Redis, so that it runs
 	// on replicas and on a node out of memory too.

@@ -8,7 +8,7 @@ local READERS = '=readers'
 -- settle lifts the fence counter in the marker at key to at least fence,
 -- a decimal string, so that the next owner's fence exceeds fence even on
 -- a node whose own counter was behind; and, if freed, gives back the
--- marker's horizon when token set it (see hold in node.lua). It writes
+-- marker's horizon when token set it (see hold in horizon.lua). It writes
 -- nothing when the counter already covers fence and token set nothing:
 -- one read, for most releases. It returns nil, or the message of an error
 -- that the caller returns as its reply.

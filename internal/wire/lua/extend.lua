@@ -1,6 +1,6 @@
 -- extend.lua: push the expiry of our lock further out on one node, on one
 -- key or on several keys, only if every key still holds the value. Runs
--- after node.lua.
+-- after horizon.lua.
 --
 -- KEYS[1..n]   the lock keys
 -- KEYS[n+1..]  the node markers of their hash slots (see node.lua), each

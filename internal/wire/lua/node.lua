@@ -1,7 +1,7 @@
--- node.lua: what every script that needs the node's clock and memory
--- starts with. It is prepended to probe.lua, extend.lua and to the
--- scripts that grant: acquire.lua, acquire_permit.lua, rw_read.lua and
--- rw_write.lua.
+-- node.lua: what every script that needs the node's memory starts with,
+-- after horizon.lua. Both are prepended to probe.lua, rw_extend.lua and to
+-- the scripts that grant: acquire.lua, acquire_permit.lua, rw_read.lua
+-- and rw_write.lua; extend.lua takes horizon.lua alone.
 --
 -- The node keeps a small hash per cluster hash slot, the marker (KEYS[3] in
 -- acquire, KEYS[1] in probe), with these fields:
@@ -50,14 +50,6 @@
 -- write), by start + its TTL, which the client's q covers. Grants made
 -- after the start are not lost, so they do not hold the node back.
 --
--- now_us returns the node's clock in microseconds. Microseconds since 1970
--- are about 1.8e15, below 2^53, so a Lua number (a double) holds them
--- exactly.
-local function now_us()
-	local t = redis.call('TIME')
-	return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
 -- info returns the text of one INFO section, or '' from a server that does
 -- not have the section (the in-process server of the redlock demo). Any
 -- other error is raised: a user whose ACL denies INFO is refused, rather
@@ -160,19 +152,6 @@ local function marker(key, now, promotions)
 	return st
 end
 
--- record returns the part of the marker at key that hold needs, for a
--- script that extends a grant and needs no more.
-local function record(key)
-	local m = redis.call('HMGET', key, 'until', 'who', 'until2', 'ttl2')
-	return {key = key, hi = tonumber(m[1]) or 0, who = m[2] or '', hi2 = tonumber(m[3]) or 0, ttl2 = tonumber(m[4]) or 0}
-end
-
--- held returns how long (ms) a grant that the record st knows of may
--- still be held at now (µs).
-local function held(st, now)
-	return math.max(math.ceil((st.hi - now) / 1000), math.min(math.ceil((st.hi2 - now) / 1000), st.ttl2), 0)
-end
-
 -- standing returns, from the record st at now (µs), the node's age in the
 -- slot (ms), how long a lock granted in the slot may still be held (ms),
 -- and how long the node must still wait before it grants a lock of ttl
@@ -187,52 +166,6 @@ local function standing(st, now, ttl, quarantine)
 		wait = math.max(math.max(quarantine, ttl) - age, math.ceil((st.quiet - now) / 1000), 0)
 	end
 	return age, left, wait
-end
-
--- hold records in st, the record of a marker, that token holds a grant
--- in its slot from now (µs) for ttl (ms), setting st.dirty when the
--- marker's horizon must change (put writes it).
-local function hold(st, token, now, ttl)
-	local e = now + ttl * 1000
-	if (e <= st.hi2 and ttl <= st.ttl2) or (st.who == token and e <= st.hi) then
-		return
-	end
-	st.dirty = true
-	if st.who == token then
-		st.hi = e
-	elseif ttl > 60000 and e > st.hi and e - st.hi2 > st.hi2 - now then
-		-- The grant of token who may still be held: its end joins the
-		-- rest.
-		if st.hi > now then
-			st.ttl2 = math.max(st.ttl2, math.ceil((st.hi - now) / 1000))
-		end
-		st.hi2 = math.max(st.hi, st.hi2)
-		st.hi, st.who = e, token
-	else
-		if st.hi2 <= now then
-			st.ttl2 = 0 -- every grant it covered has ended
-		end
-		st.hi2, st.ttl2 = math.max(st.hi2, e + ttl * 1000), math.max(st.ttl2, ttl)
-	end
-end
-
--- put writes to the marker of st, in one call, fence as its counter
--- unless fence is nil, and its horizon if hold changed it.
-local function put(st, fence)
-	if not st.dirty then
-		-- The common case: a grant whose horizon the marker covers.
-		if fence then
-			redis.call('HSET', st.key, 'fence', string.format('%d', fence))
-		end
-		return
-	end
-	local a = {'until', string.format('%d', st.hi), 'who', st.who,
-		'until2', string.format('%d', st.hi2), 'ttl2', st.ttl2}
-	if fence then
-		a[9], a[10] = 'fence', string.format('%d', fence)
-	end
-	st.dirty = false
-	redis.call('HSET', st.key, unpack(a))
 end
 
 -- grant returns the fence of a grant to token in the slot of st at now
