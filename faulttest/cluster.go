@@ -904,7 +904,7 @@ func (n *tapNode) EvalBatch(ctx context.Context, calls []driver.Call) {
 // round's token as its first argument.
 func acquires(s *driver.Script) bool {
 	switch s.Name() {
-	case "acquire", "acquire_all", "acquire_permit", "rw_read", "rw_write":
+	case "acquire", "acquire_permit", "rw_read", "rw_write":
 		return true
 	}
 	return false

@@ -303,7 +303,7 @@ func lockAllUnderFaults(r *run) {
 		}
 		return cl.LockAll(ctx, set, ttl)
 	})
-	kinds := faultsInTurn(r, ctx, ttl, []string{"acquire_all", "extend_all", "release_all"}, anyOf(cls))
+	kinds := faultsInTurn(r, ctx, ttl, []string{"acquire", "extend", "release"}, anyOf(cls))
 	wait()
 	bySet := make(map[string]int)
 	for _, op := range r.ops(succeeded) {

@@ -310,9 +310,9 @@ func scriptSteps(key string) []step {
 		inspectStep(key+":forced", granted),
 		// A lock on two keys, whose slots share a hash tag so that a
 		// cluster node takes them in one call.
-		allStep("acquire_all", key, "tok1", granted),
-		allStep("extend_all", key, "tok1", done),
-		allStep("release_all", key, "tok1", done),
+		allStep("acquire", key, "tok1", granted),
+		allStep("extend", key, "tok1", done),
+		allStep("release", key, "tok1", done),
 		// A permit of a semaphore of two, and an election's leader.
 		permitStep("acquire_permit", key, "tok1", granted),
 		permitStep("acquire_permit", key, "tok1", granted), // a retried acquire finds its grant
@@ -373,12 +373,12 @@ func allStep(script, key, token string, want any) step {
 	k1, k2 := "{lockall}:"+key+":1", "{lockall}:"+key+":2"
 	marker := wire.MarkerKey(k1)
 	switch script {
-	case "acquire_all":
+	case "acquire":
 		return step{script, []string{k1, k2, marker}, []string{token, "60000", "0", "2"}, want}
-	case "extend_all":
+	case "extend":
 		return step{script, []string{k1, k2, marker}, []string{token, "60000", "2"}, want}
 	}
-	return step{script, []string{k1, k2, marker}, []string{token, "0", "2"}, want}
+	return step{script, []string{k1, k2, marker}, []string{token, "0", "", "2"}, want}
 }
 
 func inspectStep(key string, want any) step {

@@ -113,7 +113,6 @@ func (s Set) Acquire(token string, ttl, quarantine, fenceTTL time.Duration) Call
 	case s.Keys == nil:
 		c.Keys = s.one()
 	default:
-		c.Script = acquireAllScript
 		c.Keys, c.Args = s.with(), append(args, strconv.Itoa(len(s.Keys)))
 	}
 	c.Undo = func(fence int64, fenceTTL time.Duration) Call { return s.undo(token, fence, fenceTTL) }
@@ -125,11 +124,10 @@ func (s Set) Acquire(token string, ttl, quarantine, fenceTTL time.Duration) Call
 // for, so it announces nothing: an announcement would wake every waiter
 // of the key to a round that cannot succeed.
 func (s Set) undo(token string, fence int64, fenceTTL time.Duration) Call {
-	c := s.Release(token, fence, fenceTTL)
 	if s.Kind == Exclusive && s.Permits == 0 {
-		c.Args = append(c.Args, "quiet")
+		return s.release(token, fence, "quiet")
 	}
-	return c
+	return s.Release(token, fence, fenceTTL)
 }
 
 // Release returns the call that deletes the set where it holds token,
@@ -142,6 +140,11 @@ func (s Set) undo(token string, fence int64, fenceTTL time.Duration) Call {
 // Taken when another token holds them; Woke counts the waiters told, and
 // Free a semaphore's free slots after the release.
 func (s Set) Release(token string, fence int64, fenceTTL time.Duration) Call {
+	return s.release(token, fence, "")
+}
+
+// release is Release, announcing nothing when quiet is "quiet".
+func (s Set) release(token string, fence int64, quiet string) Call {
 	args := []string{token, strconv.FormatInt(fence, 10)}
 	switch {
 	case s.Kind == Reader:
@@ -149,9 +152,12 @@ func (s Set) Release(token string, fence int64, fenceTTL time.Duration) Call {
 	case s.Permits > 0:
 		return Call{Script: releasePermitScript, Keys: append(s.slots(), SizeKey(s.Name), MarkerKey(s.Name)), Args: append(args, strconv.Itoa(s.Permits), strconv.Itoa(s.Slot), s.Name), Decode: decodeReleasePermit}
 	case s.Keys == nil:
+		if quiet != "" {
+			args = append(args, quiet)
+		}
 		return Call{Script: releaseScript, Keys: s.one(), Args: args, Decode: decodeRelease}
 	}
-	return Call{Script: releaseAllScript, Keys: s.with(), Args: append(args, strconv.Itoa(len(s.Keys))), Decode: decodeRelease}
+	return Call{Script: releaseScript, Keys: s.with(), Args: append(args, quiet, strconv.Itoa(len(s.Keys))), Decode: decodeRelease}
 }
 
 // Extend returns the call that sets the set's time to live to ttl where
@@ -165,11 +171,11 @@ func (s Set) Extend(token string, ttl time.Duration) Call {
 	case s.Kind == Reader:
 		return s.extendReader(args)
 	case s.Permits > 0:
-		return Call{Script: extendScript, Keys: []string{PermitKey(s.Name, s.Slot), MarkerKey(s.Name), SizeKey(s.Name)}, Args: args, Decode: decodeStatus}
+		return Call{Script: extendScript, Keys: []string{PermitKey(s.Name, s.Slot), MarkerKey(s.Name), SizeKey(s.Name)}, Args: append(args, "1", "size"), Decode: decodeStatus}
 	case s.Keys == nil:
 		return Call{Script: extendScript, Keys: s.one(), Args: args, Decode: decodeStatus}
 	}
-	return Call{Script: extendAllScript, Keys: s.with(), Args: append(args, strconv.Itoa(len(s.Keys))), Decode: decodeStatus}
+	return Call{Script: extendScript, Keys: s.with(), Args: append(args, strconv.Itoa(len(s.Keys))), Decode: decodeStatus}
 }
 
 // slots returns a semaphore's slot keys.

@@ -7,8 +7,10 @@ import (
 )
 
 var (
+	//go:embed lua/horizon.lua
+	horizonSrc string
 	//go:embed lua/node.lua
-	nodeSrc string
+	markerSrc string
 	//go:embed lua/counter.lua
 	counterSrc string
 	//go:embed lua/acquire.lua
@@ -25,12 +27,6 @@ var (
 	inspectSrc string
 	//go:embed lua/force.lua
 	forceSrc string
-	//go:embed lua/acquire_all.lua
-	acquireAllSrc string
-	//go:embed lua/release_all.lua
-	releaseAllSrc string
-	//go:embed lua/extend_all.lua
-	extendAllSrc string
 	//go:embed lua/acquire_permit.lua
 	acquirePermitSrc string
 	//go:embed lua/release_permit.lua
@@ -52,19 +48,19 @@ var (
 	//go:embed lua/adopt.lua
 	adoptSrc string
 
+	// nodeSrc is what the scripts that read or write the node marker
+	// start with; an extension needs only its horizon.
+	nodeSrc = horizonSrc + markerSrc
+
+	// The scripts of a lock, on one key or on several keys at once.
 	acquireScript = driver.NewScript("acquire", nodeSrc+acquireSrc)
 	releaseScript = driver.NewScript("release", counterSrc+releaseSrc)
-	extendScript  = driver.NewScript("extend", nodeSrc+extendSrc)
+	extendScript  = driver.NewScript("extend", horizonSrc+extendSrc)
 	probeScript   = driver.NewScript("probe", nodeSrc+probeSrc)
 	// inspect writes nothing, which its flags tell Redis, so that it runs
 	// on replicas and on a node out of memory too.
 	inspectScript = driver.NewScript("inspect", "#!lua flags=no-writes\n"+holderSrc+inspectSrc)
 	forceScript   = driver.NewScript("force", holderSrc+forceSrc)
-
-	// The scripts of a lock on several keys.
-	acquireAllScript = driver.NewScript("acquire_all", nodeSrc+acquireAllSrc)
-	releaseAllScript = driver.NewScript("release_all", counterSrc+releaseAllSrc)
-	extendAllScript  = driver.NewScript("extend_all", nodeSrc+extendAllSrc)
 
 	// The scripts of a semaphore; a permit is extended as a lock on its
 	// slot's key.
@@ -90,7 +86,7 @@ var (
 // load them ahead of time (SCRIPT LOAD), and a test can run them alone.
 func Scripts() []*driver.Script {
 	return []*driver.Script{acquireScript, releaseScript, extendScript, probeScript, inspectScript, forceScript,
-		acquireAllScript, releaseAllScript, extendAllScript, acquirePermitScript, releasePermitScript,
+		acquirePermitScript, releasePermitScript,
 		electScript, leaderScript,
 		rwReadScript, rwWriteScript, rwReleaseScript, rwExtendScript, rwDropScript, adoptScript}
 }

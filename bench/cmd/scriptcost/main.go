@@ -16,6 +16,10 @@
 // (quarantine off; the fence alone; the release without its fence
 // counter), to show what each part costs.
 //
+// -only picks the commands to measure by name (a regular expression), so
+// that two builds can be compared command by command, taking turns on one
+// server.
+//
 // It prints a Markdown table: µs per call of each repetition, and the
 // commands the script ran inside, with their µs per call and calls per
 // script.
@@ -27,6 +31,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -38,6 +43,9 @@ import (
 )
 
 const token = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" // 32 characters, as redlock's tokens
+
+// other is another round's token, which finds the keys token holds.
+const other = "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"
 
 // A variant is one command measured.
 type variant struct {
@@ -61,7 +69,12 @@ func run() error {
 	n := flag.Int("n", 100000, "calls per measurement")
 	reps := flag.Int("reps", 3, "repetitions of each measurement")
 	pipe := flag.Int("pipe", 200, "commands per pipeline")
+	only := flag.String("only", "", "measure only the commands whose name matches this regular expression")
 	flag.Parse()
+	match, err := regexp.Compile(*only)
+	if err != nil {
+		return fmt.Errorf("-only: %w", err)
+	}
 	if *addr == "" {
 		s, err := redistest.New(redistest.Config{})
 		if err != nil {
@@ -88,10 +101,12 @@ func run() error {
 		{name: "a script that only does SET NX PX", script: "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])", keys: one, args: []any{token, "10000"}},
 		{name: "redlock acquire", script: src["acquire"], keys: lock, args: []any{token, "10000", "1"}, grants: true},
 		{name: "redlock acquire, quarantine off (no INFO replication)", script: src["acquire"], keys: lock, args: []any{token, "10000", "0"}, grants: true},
+		{name: "redlock acquire of a key another token holds", script: src["acquire"], setup: true, keys: lock, args: []any{other, "10000", "1"}},
 		{name: "TIME, SET NX PX and the fence counter (acquire.lua without the node marker)", script: fenceOnly, keys: fenced, args: []any{token, "10000"}, grants: true},
 		{name: "redlock extend", script: src["extend"], setup: true, keys: func(k string) []string { return []string{k, wire.MarkerKey(k)} }, args: []any{token, "10000"}},
 		{name: "redlock release (fence = the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "0"}},
 		{name: "redlock release (fence above the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "9000000000000000"}},
+		{name: "redlock release, quiet, of a key another token holds (a failed round's clean-up)", script: src["release"], setup: true, keys: fenced, args: []any{other, "0", "quiet"}},
 		{name: "compare-and-delete and PUBLISH (release.lua without the fence counter)", script: `local v = redis.call("GET", KEYS[1])
 if v == ARGV[1] then redis.call("DEL", KEYS[1]); return redis.pcall("PUBLISH", "redlock:released:" .. KEYS[1], "") elseif v == false then return -1 else return 0 end`, setup: true, keys: one, args: []any{token}},
 		{name: "compare-and-delete (redsync's release)", script: `local v = redis.call("GET", KEYS[1])
@@ -100,6 +115,9 @@ if v == ARGV[1] then return redis.call("DEL", KEYS[1]) elseif v == false then re
 	m := measurer{c: c, n: *n, pipe: *pipe, acquire: src["acquire"], warm: slotKeys()}
 	fmt.Printf("| command | µs per call (%d × %d calls) | inside: µs per call × calls |\n|---|---|---|\n", *reps, *n)
 	for _, v := range vs {
+		if !match.MatchString(v.name) {
+			continue
+		}
 		var per []string
 		var inner string
 		for rep := range *reps {

@@ -1,6 +1,5 @@
 -- counter.lua: how the scripts that end a hold (release.lua,
--- release_all.lua, release_permit.lua, rw_release.lua, to which it is
--- prepended) raise the fence counter of a slot and give back the horizon
+-- release_permit.lua, rw_release.lua, to which it is prepended) raise the fence counter of a slot and give back the horizon
 -- of a long grant (see node.lua).
 
 -- READERS is what a lock key holds while readers hold it (see node.lua).
@@ -9,7 +8,7 @@ local READERS = '=readers'
 -- settle lifts the fence counter in the marker at key to at least fence,
 -- a decimal string, so that the next owner's fence exceeds fence even on
 -- a node whose own counter was behind; and, if freed, gives back the
--- marker's horizon when token set it (see hold in node.lua). It writes
+-- marker's horizon when token set it (see hold in horizon.lua). It writes
 -- nothing when the counter already covers fence and token set nothing:
 -- one read, for most releases. It returns nil, or the message of an error
 -- that the caller returns as its reply.
@@ -21,8 +20,17 @@ local READERS = '=readers'
 -- delete, such a node keeps its counter as it is, like a node that the
 -- release did not reach; it cannot grant the lock until it can write
 -- again. Any other error of the write is returned.
+--
+-- A release that freed nothing (the clean-up of a failed round, on the
+-- nodes that did not grant it) gives no horizon back, so it reads the
+-- counter alone.
 local function settle(key, token, fence, freed)
-	local m = redis.call('HMGET', key, 'fence', 'who', 'until2')
+	local m
+	if freed then
+		m = redis.call('HMGET', key, 'fence', 'who', 'until2')
+	else
+		m = {redis.call('HGET', key, 'fence')}
+	end
 	local a = {}
 	local c = tonumber(m[1])
 	if not (c and c >= tonumber(fence)) then

@@ -1,30 +1,46 @@
--- extend.lua: push the expiry of our lock on one node further out.
+-- extend.lua: push the expiry of our lock further out on one node, on one
+-- key or on several keys, only if every key still holds the value. Runs
+-- after horizon.lua.
 --
--- KEYS[1]  the lock key
--- KEYS[2]  the node marker (see node.lua)
--- KEYS[3]  a semaphore's size record, for a permit (see acquire_permit.lua)
--- ARGV[1]  the value of the acquisition being extended
--- ARGV[2]  the new time to live in milliseconds, counted from now
+-- KEYS[1..n]   the lock keys
+-- KEYS[n+1..]  the node markers of their hash slots (see node.lua), each
+--              slot once; then, for a permit, its semaphore's size record
+--              (see acquire_permit.lua)
+-- ARGV[1]      the value of the acquisition being extended
+-- ARGV[2]      the new time to live in milliseconds, counted from now
+-- ARGV[3]      n, the number of keys; absent for one key
+-- ARGV[4]      "size" when the last key is a permit's size record
 --
--- Returns 1 when the key held the token and got the new time to live, 0 when
--- the key was absent, -1 when another token holds it.
+-- Returns 1 when every key held the value and got the new time to live,
+-- -1 when a key holds another value, 0 when a key is missing.
 --
 -- A missing key is never re-created: once the lock has expired on a node,
 -- someone else may have taken and released it there in the meantime. The
--- new end is recorded in the marker, so that quarantine covers it. Runs
--- after node.lua.
-local v = redis.call('GET', KEYS[1])
-if v == ARGV[1] then
-	redis.call('PEXPIRE', KEYS[1], ARGV[2])
-	if KEYS[3] then
-		redis.call('PEXPIRE', KEYS[3], ARGV[2], 'GT')
+-- new end is recorded in the markers, so that quarantine covers it.
+local n = tonumber(ARGV[3]) or 1
+local last = #KEYS
+if ARGV[4] == 'size' then
+	last = last - 1
+end
+for i = 1, n do
+	local v = redis.call('GET', KEYS[i])
+	if v ~= ARGV[1] then
+		if v then
+			return -1
+		end
+		return 0
 	end
-	local st = record(KEYS[2])
-	hold(st, ARGV[1], now_us(), tonumber(ARGV[2]))
+end
+for i = 1, n do
+	redis.call('PEXPIRE', KEYS[i], ARGV[2])
+end
+if last < #KEYS then
+	redis.call('PEXPIRE', KEYS[#KEYS], ARGV[2], 'GT')
+end
+local now = now_us()
+for i = n + 1, last do
+	local st = record(KEYS[i])
+	hold(st, ARGV[1], now, tonumber(ARGV[2]))
 	put(st)
-	return 1
 end
-if v then
-	return -1
-end
-return 0
+return 1

@@ -1,7 +1,7 @@
--- node.lua: what every script that needs the node's clock and memory
--- starts with. It is prepended to probe.lua and to the scripts that grant:
--- acquire.lua, acquire_all.lua, acquire_permit.lua, rw_read.lua and
--- rw_write.lua.
+-- node.lua: what every script that needs the node's memory starts with,
+-- after horizon.lua. Both are prepended to probe.lua, rw_extend.lua and to
+-- the scripts that grant: acquire.lua, acquire_permit.lua, rw_read.lua
+-- and rw_write.lua; extend.lua takes horizon.lua alone.
 --
 -- The node keeps a small hash per cluster hash slot, the marker (KEYS[3] in
 -- acquire, KEYS[1] in probe), with these fields:
@@ -32,6 +32,17 @@
 -- look again. INFO server runs only then, or after a save: it is too
 -- costly for every call.
 --
+-- Every grant with quarantine on pays LASTSAVE and INFO replication; no
+-- cheaper evidence rules out what they catch. The replication ID does not
+-- rule out a restart: a master restored from an RDB file takes its ID and
+-- offset back from it. LASTSAVE does not rule out a promotion: it is
+-- whole seconds, and a master and its replica started in the same second
+-- with no save since report the same. ROLE is not allowed in scripts,
+-- and nothing in the data can tell a promoted replica from its old
+-- master: a full resync copies every field, even one written without
+-- replication, and the grants a promotion loses are exactly those that
+-- left no trace on the replica.
+--
 -- A node refuses to grant, when the client asks for a quarantine q, while
 -- it is younger than max(q, ttl) or its clock is before quiet. The lost
 -- grants of a start are those made before it: each ends by the horizon the
@@ -40,14 +51,6 @@
 -- write), by start + its TTL, which the client's q covers. Grants made
 -- after the start are not lost, so they do not hold the node back.
 --
--- now_us returns the node's clock in microseconds. Microseconds since 1970
--- are about 1.8e15, below 2^53, so a Lua number (a double) holds them
--- exactly.
-local function now_us()
-	local t = redis.call('TIME')
-	return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
 -- info returns the text of one INFO section, or '' from a server that does
 -- not have the section (the in-process server of the redlock demo). Any
 -- other error is raised: a user whose ACL denies INFO is refused, rather
@@ -150,32 +153,6 @@ local function marker(key, now, promotions)
 	return st
 end
 
--- record returns the part of the marker at key that hold needs, for a
--- script that extends a grant and needs no more.
-local function record(key)
-	local m = redis.call('HMGET', key, 'until', 'who', 'until2', 'ttl2', 'ttl1')
-	return {key = key, hi = tonumber(m[1]) or 0, who = m[2] or '', hi2 = tonumber(m[3]) or 0, ttl2 = tonumber(m[4]) or 0,
-		ttl1 = tonumber(m[5]) or 0}
-end
-
--- held returns the longest TTL (ms) of a grant that the record st knows
--- of and that may still be held at now (µs); 0 when none may. It is a
--- TTL, not the time left: a client holds a node that restarted back
--- while the node is younger than it (see quarantine.go). A grant lost in
--- the restart was made before the node's start and is still held, so its
--- TTL exceeds the node's age; the time left of a grant made before the
--- restart does not, and would let the node vote while the grant is held.
-local function held(st, now)
-	local t = 0
-	if st.hi > now then
-		t = st.ttl1
-	end
-	if st.hi2 > now then
-		t = math.max(t, st.ttl2)
-	end
-	return t
-end
-
 -- standing returns, from the record st at now (µs), the node's age in the
 -- slot (ms), how long a lock granted in the slot may still be held (ms),
 -- and how long the node must still wait before it grants a lock of ttl
@@ -190,53 +167,6 @@ local function standing(st, now, ttl, quarantine)
 		wait = math.max(math.max(quarantine, ttl) - age, math.ceil((st.quiet - now) / 1000), 0)
 	end
 	return age, left, wait
-end
-
--- hold records in st, the record of a marker, that token holds a grant
--- in its slot from now (µs) for ttl (ms), setting st.dirty when the
--- marker's horizon must change (put writes it).
-local function hold(st, token, now, ttl)
-	local e = now + ttl * 1000
-	if (e <= st.hi2 and ttl <= st.ttl2) or (st.who == token and e <= st.hi) then
-		return
-	end
-	st.dirty = true
-	if st.who == token then
-		st.hi, st.ttl1 = math.max(st.hi, e), math.max(st.ttl1, ttl)
-	elseif ttl > 60000 and e > st.hi and e - st.hi2 > st.hi2 - now then
-		-- The grant of token who may still be held: its end and its TTL
-		-- join the rest.
-		if st.hi > now then
-			st.ttl2 = math.max(st.ttl2, st.ttl1)
-		end
-		st.hi2 = math.max(st.hi, st.hi2)
-		st.hi, st.who, st.ttl1 = e, token, ttl
-	else
-		if st.hi2 <= now then
-			st.ttl2 = 0 -- every grant it covered has ended
-		end
-		st.hi2, st.ttl2 = math.max(st.hi2, e + ttl * 1000), math.max(st.ttl2, ttl)
-	end
-end
-
--- put writes to the marker of st, in one call, fence as its counter
--- unless fence is nil, and its horizon if hold changed it.
-local function put(st, fence)
-	local a = {}
-	if fence then
-		a[1], a[2] = 'fence', string.format('%d', fence)
-	end
-	if st.dirty then
-		a[#a + 1], a[#a + 2] = 'until', string.format('%d', st.hi)
-		a[#a + 1], a[#a + 2] = 'who', st.who
-		a[#a + 1], a[#a + 2] = 'until2', string.format('%d', st.hi2)
-		a[#a + 1], a[#a + 2] = 'ttl2', st.ttl2
-		a[#a + 1], a[#a + 2] = 'ttl1', st.ttl1
-		st.dirty = false
-	end
-	if a[1] then
-		redis.call('HSET', st.key, unpack(a))
-	end
 end
 
 -- grant returns the fence of a grant to token in the slot of st at now
