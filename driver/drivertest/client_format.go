@@ -412,8 +412,9 @@ func (s *suite) testHorizonCoversRestart(t *testing.T) {
 		tries++
 		l, err := b.TryLock(ctx, x, time.Second)
 		if err == nil {
-			t.Fatalf("a fresh client got %s %v after the first grant, while the lock granted before two nodes restarted is valid for %v more: two holders", x, time.Since(t0), time.Until(lx.Until()))
+			t.Errorf("a fresh client got %s %v after the first grant, while the lock granted before two nodes restarted is valid for %v more: two holders", x, time.Since(t0), time.Until(lx.Until()))
 			l.Release(ctx)
+			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
