@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -215,18 +216,11 @@ func schemeStarts(s string) []int {
 	return out
 }
 
-// isSchemeName reports whether s is a URL scheme: a letter, then letters,
-// digits, "+", "-" and ".".
+// isSchemeName reports whether s is a URL scheme, as net/url reads one: a
+// letter, then letters, digits, "+", "-" and ".".
 func isSchemeName(s string) bool {
-	for i, c := range []byte(s) {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
-		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
-		default:
-			return false
-		}
-	}
-	return s != ""
+	u, err := url.Parse(s + ":")
+	return err == nil && u.Scheme == strings.ToLower(s) && s != ""
 }
 
 // maxTTL is the largest TTL, and the largest --quarantine, that the
