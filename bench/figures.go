@@ -272,9 +272,8 @@ func netFigures(reps []*Report) []Figure {
 
 func keysFigure(reps []*Report) []Figure {
 	type key struct {
-		lib       string
-		retention time.Duration
-		phase     int // held, released, expired
+		lib   string
+		phase int // held, released, expired
 	}
 	vals := map[key]map[int]samples{}
 	var used []*Report
@@ -289,15 +288,10 @@ func keysFigure(reps []*Report) []Figure {
 			used = append(used, r)
 		}
 		for _, km := range r.Keys {
-			add(key{km.Library, km.Retention, 0}, km.Keys, km.PerKey(km.UsedHeld))
-			// With a short retention the read after the release waits for
-			// used_memory to settle, by when the counters have expired:
-			// the expired line says it.
-			if km.UsedReleased != 0 && km.UsedExpired == 0 {
-				add(key{km.Library, km.Retention, 1}, km.Keys, km.PerKey(km.UsedReleased))
-			}
-			if km.UsedExpired != 0 {
-				add(key{km.Library, km.Retention, 2}, km.Keys, km.PerKey(km.UsedExpired))
+			for phase, m := range []int64{km.UsedHeld, km.UsedReleased, km.UsedExpired} {
+				if m != 0 {
+					add(key{km.Library, phase}, km.Keys, km.PerKey(m))
+				}
 			}
 		}
 	}
@@ -306,17 +300,13 @@ func keysFigure(reps []*Report) []Figure {
 	}
 	var ss []Series
 	for i, k := range slices.SortedFunc(maps.Keys(vals), func(a, b key) int {
-		return cmp.Or(strings.Compare(b.lib, a.lib), cmp.Compare(a.retention, b.retention), a.phase-b.phase) // SET NX PX last
+		return cmp.Or(strings.Compare(b.lib, a.lib), a.phase-b.phase) // SET NX PX last
 	}) {
-		phase := []string{"held", "released", "expired"}[k.phase]
-		name := k.lib + ", " + phase
+		name := k.lib
 		if k.lib != LibSetNX {
-			ret := "default retention"
-			if k.retention > 0 {
-				ret = "retention " + k.retention.String()
-			}
-			name = fmt.Sprintf("ours, %s, %s", ret, phase)
+			name = "ours"
 		}
+		name += ", " + []string{"held", "released", "expired"}[k.phase]
 		s := Series{Name: name, Dashed: k.phase > 0, Color: palette[i%len(palette)]}
 		for _, n := range slices.Sorted(maps.Keys(vals[k])) {
 			s.add(float64(n), vals[k][n])
@@ -327,7 +317,7 @@ func keysFigure(reps []*Report) []Figure {
 		Title:  "Server memory per distinct key (one node)",
 		XLabel: "distinct keys (log scale)", YLabel: "bytes per key (used_memory)",
 		LogX: true, YZero: true, Series: ss,
-		Notes: runNotes(used, fmt.Sprintf("points: mean of %d runs, bars: their range; held: every lock held; released: just after release; expired: the counters expired", len(used))),
+		Notes: runNotes(used, fmt.Sprintf("points: mean of %d runs, bars: their range; held: every lock held; released: just after release; expired: locked again and left to expire", len(used))),
 	}
 	return []Figure{{"keys-memory.svg", p.SVG()}}
 }

@@ -31,9 +31,8 @@ func TestFigures(t *testing.T) {
 		}
 		r.Keys = []KeyMem{
 			{Library: LibSetNX, Keys: 1000, UsedBase: 1e6, UsedHeld: 1e6 + 90e3},
-			{Library: LibRedlockRueidis, Keys: 1000, UsedBase: 1e6, UsedHeld: 1e6 + 300e3, UsedReleased: 1e6 + 150e3},
-			{Library: LibRedlockRueidis, Keys: 10000, UsedBase: 1e6, UsedHeld: 1e6 + 3e6, UsedReleased: 1e6 + 1.5e6},
-			{Library: LibRedlockRueidis, Keys: 1000, Retention: time.Second, UsedBase: 1e6, UsedHeld: 1e6 + 300e3, UsedReleased: 1e6 + 150e3, UsedExpired: 1e6 + 1e3},
+			{Library: LibRedlockRueidis, Keys: 1000, UsedBase: 1e6, UsedHeld: 1e6 + 300e3, UsedReleased: 1e6 + 1e3, UsedExpired: 1e6 + 1e3},
+			{Library: LibRedlockRueidis, Keys: 10000, UsedBase: 1e6, UsedHeld: 1e6 + 3e6, UsedReleased: 1e6 + 1e4, UsedExpired: 1e6 + 1e4},
 		}
 		reps = append(reps, r)
 		net := &Report{Started: time.Now(), Network: "proxies; server 1 stalls", Command: "lockbench -net realistic"}
@@ -67,7 +66,7 @@ func TestFigures(t *testing.T) {
 		"w1-goroutines-n5-latency.svg": {"log scale"},
 		"w1-goroutines-n7-pairs.svg":   {"pairs per second"},
 		"realistic-n5-g1-tail.svg":     {"p99, one server stalling", "p999, no stalls", "rect"},
-		"keys-memory.svg":              {"SET NX PX, held", "ours, retention 1s, expired", "ours, default retention, released"},
+		"keys-memory.svg":              {"SET NX PX, held", "ours, held", "ours, released", "ours, expired"},
 	}
 	got := map[string]bool{}
 	dir := os.Getenv("LOCKBENCH_FIGURES") // to look at them
@@ -119,5 +118,26 @@ func TestTicks(t *testing.T) {
 	}
 	if got := fmtNum(1e6); got != "1M" {
 		t.Errorf("fmtNum(1e6) = %s", got)
+	}
+}
+
+// TestOldReport reads a report saved when KEYS had a fence retention
+// dimension: the fields that are gone are ignored.
+func TestOldReport(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "old.json")
+	old := `{"Config": {"Keys": [1000], "FenceRetentions": [0, 1000000000]},
+		"Keys": [{"Library": "redlock/rueidis", "Retention": 1000000000, "Keys": 1000, "UsedBase": 1000000, "UsedHeld": 1300000, "UsedExpired": 1001000}]}`
+	if err := os.WriteFile(p, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reps, err := ReadReports([]string{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reps[0].Keys; len(got) != 1 || got[0].PerKey(got[0].UsedHeld) != 300 || got[0].PerKey(got[0].UsedExpired) != 1 {
+		t.Errorf("Keys = %+v", got)
+	}
+	if len(Figures(reps)) != 1 {
+		t.Errorf("no keys-memory figure from the old report")
 	}
 }

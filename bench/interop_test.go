@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -96,12 +97,13 @@ func TestRedsyncInterop(t *testing.T) {
 				}
 				if !checkedOurKeyValue.Swap(true) {
 					// The key on the nodes is the user's key, holding our
-					// token, as redsync's SET NX and compare-and-delete
-					// expect.
+					// token (then a space and the owner's label), as
+					// redsync's SET NX and compare-and-delete expect.
 					held := 0
 					for _, s := range servers {
 						rc := redis.NewClient(&redis.Options{Addr: s.Addr()})
-						if v, _ := rc.Get(context.Background(), key).Result(); v == l.Token() {
+						v, _ := rc.Get(context.Background(), key).Result()
+						if tok, _, _ := strings.Cut(v, " "); tok == l.Token() {
 							held++
 						}
 						rc.Close()

@@ -171,7 +171,7 @@ func (row Row) progress() string {
 }
 
 // textColumns are the columns of the tables that are left-aligned.
-var textColumns = []string{"library", "clients", "retry", "lock", "commands per pair", "retention", "load"}
+var textColumns = []string{"library", "clients", "retry", "lock", "commands per pair", "load"}
 
 // table writes a Markdown table under a heading and a note, if it has
 // rows. Each row is its cells joined by "|"; a row shorter than the

@@ -73,31 +73,28 @@ type Config struct {
 	Quarantine bool
 	// Progress, if not nil, receives a line for each row as it completes.
 	Progress io.Writer `json:"-"`
-	// Keys lists the numbers of distinct keys of KEYS, and
-	// FenceRetentions the Options.FenceRetention of this module's client
-	// in it, 0 for the default. Waiters lists the numbers of waiting
-	// goroutines of WAITERS, which runs on the first Nodes[0] servers.
-	Keys            []int
-	FenceRetentions []time.Duration
-	Waiters         []int
+	// Keys lists the numbers of distinct keys of KEYS. Waiters lists the
+	// numbers of waiting goroutines of WAITERS, which runs on the first
+	// Nodes[0] servers.
+	Keys    []int
+	Waiters []int
 }
 
 // DefaultConfig returns the configuration of a full run, without Addrs.
 func DefaultConfig() Config {
 	return Config{
-		Duration:        5 * time.Second,
-		Reps:            5,
-		Workloads:       Workloads(),
-		Libraries:       []string{LibRedlockGoRedis, LibRedlockRueidis, LibRedsync, LibBSM, LibRaw}, // the realistic runs add the rest
-		Nodes:           []int{1, 3, 5},
-		Goroutines:      []int{1, 16, 64},
-		Contenders:      16,
-		TTL:             10 * time.Second,
-		Quarantine:      true,
-		CountPairs:      1000,
-		Keys:            []int{10000, 100000, 1000000},
-		FenceRetentions: []time.Duration{0, time.Second},
-		Waiters:         []int{1000, 10000},
+		Duration:   5 * time.Second,
+		Reps:       5,
+		Workloads:  Workloads(),
+		Libraries:  []string{LibRedlockGoRedis, LibRedlockRueidis, LibRedsync, LibBSM, LibRaw}, // the realistic runs add the rest
+		Nodes:      []int{1, 3, 5},
+		Goroutines: []int{1, 16, 64},
+		Contenders: 16,
+		TTL:        10 * time.Second,
+		Quarantine: true,
+		CountPairs: 1000,
+		Keys:       []int{10000, 100000, 1000000},
+		Waiters:    []int{1000, 10000},
 	}
 }
 
@@ -130,9 +127,6 @@ func (cfg *Config) validate() error {
 	}
 	if cfg.Contenders < 1 {
 		bad("bad number of contenders %d", cfg.Contenders)
-	}
-	if slices.ContainsFunc(cfg.FenceRetentions, func(d time.Duration) bool { return d < 0 }) {
-		bad("bad fence retention in %v", cfg.FenceRetentions)
 	}
 	if slices.Contains(cfg.Workloads, WaitersWorkload) && len(cfg.Nodes) == 0 {
 		bad("WAITERS runs on the first of the numbers of nodes: none given")

@@ -22,7 +22,8 @@ import (
 const (
 	// KeysWorkload measures the servers' memory per distinct key locked:
 	// Config.Keys distinct keys are locked at once on a fresh server,
-	// held, and released, with each of Config.FenceRetentions.
+	// held and released, then locked again with a short TTL and left to
+	// expire.
 	KeysWorkload = "KEYS"
 	// WaitersWorkload measures the client's memory per goroutine blocked
 	// in Lock on a key another client holds: Config.Waiters goroutines.
@@ -35,31 +36,31 @@ const (
 	keysTTL = 10 * time.Minute
 	// keysGoroutines is how many goroutines take and release KEYS's locks.
 	keysGoroutines = 256
-	// expiryTimeout bounds KEYS's wait for the servers to expire the fence
-	// counters of a short FenceRetention.
+	// keysExpiryTTL is the TTL of the locks KEYS leaves to expire.
+	keysExpiryTTL = 2 * time.Second
+	// expiryTimeout bounds KEYS's wait for the server to expire them.
 	expiryTimeout = 5 * time.Minute
 	// waitersWindow is how long WAITERS counts the servers' commands while
 	// every waiter waits.
 	waitersWindow = 2 * time.Second
 )
 
-// KeyMem is the server's memory for Keys distinct locks, held and
-// released, from one library: this module's client with one
-// FenceRetention, or a plain SET NX PX of each key (the reference: what a
-// lock that keeps nothing but its key stores).
+// KeyMem is the server's memory for Keys distinct locks, held, released
+// and expired, from one library: this module's client, or a plain SET NX
+// PX of each key (the reference: what a lock that keeps nothing but its
+// key stores). Reports saved before the fence counter moved into the
+// slot marker also have a Retention, which reading them ignores.
 type KeyMem struct {
 	Library string
-	// Retention is the Options.FenceRetention the client had; 0 is the
-	// default, max(10 TTL, 1 min), here 10 × keysTTL.
-	Retention time.Duration
-	Keys      int
+	Keys    int
 	// UsedBase, UsedHeld and UsedReleased are INFO memory used_memory
 	// before the first lock, with every lock held, and just after every
-	// lock was released; UsedExpired, with a short retention, once the
-	// server had expired the counters (ExpiryWait after the last release).
+	// lock was released; UsedExpired once the same keys, locked again
+	// with keysExpiryTTL and not released, had expired (ExpiryWait after
+	// the last was locked).
 	UsedBase, UsedHeld, UsedReleased, UsedExpired int64
-	// DBSize* are the server's keys at the same moments: the locks, the
-	// fence counters and a node record per hash slot used.
+	// DBSize* are the server's keys at the same moments: the locks and a
+	// marker per hash slot used.
 	DBSizeBase, DBSizeHeld, DBSizeReleased, DBSizeExpired int64
 	ExpiryWait                                            time.Duration
 	// ClientHeapPerLock is the client process's heap in use per held
@@ -100,40 +101,26 @@ type WaiterMem struct {
 func ours(lib string) bool { return lib == LibRedlockGoRedis || lib == LibRedlockRueidis }
 
 // runKeys measures KEYS: for each number of keys, the reference SET NX PX
-// and this module's client (the first of its adapters in
-// cfg.Libraries) with each retention, each on a fresh server.
+// and this module's client (the first of its adapters in cfg.Libraries),
+// each on a fresh server.
 func runKeys(ctx context.Context, cfg *Config, rep *Report) error {
-	i := slices.IndexFunc(cfg.Libraries, ours)
+	libs := []string{LibSetNX}
+	if i := slices.IndexFunc(cfg.Libraries, ours); i >= 0 {
+		libs = append(libs, cfg.Libraries[i])
+	}
 	for _, n := range cfg.Keys {
-		retentions := []time.Duration{-1} // SET NX PX
-		if i >= 0 {
-			retentions = append(retentions, cfg.FenceRetentions...)
-		}
-		for _, r := range retentions {
-			km := KeyMem{Library: LibSetNX, Keys: n}
-			if r >= 0 {
-				km.Library, km.Retention = cfg.Libraries[i], r
-			}
+		for _, lib := range libs {
+			km := KeyMem{Library: lib, Keys: n}
 			if err := km.measure(ctx, cfg); err != nil {
-				return fmt.Errorf("KEYS %d %s retention %v: %w", n, km.Library, r, err)
+				return fmt.Errorf("KEYS %d %s: %w", n, lib, err)
 			}
 			rep.Keys = append(rep.Keys, km)
-			cfg.progress("KEYS %-8d %-16s retention %-8s held %6.1f B/key (%d keys in the db)  released %6.1f B/key (%d)  expired %6.1f B/key (%d)  client heap %.0f B/held lock",
-				km.Keys, km.Library, km.retention(), km.PerKey(km.UsedHeld), km.DBSizeHeld, km.PerKey(km.UsedReleased), km.DBSizeReleased,
+			cfg.progress("KEYS %-8d %-16s held %6.1f B/key (%d keys in the db)  released %6.1f B/key (%d)  expired %6.1f B/key (%d)  client heap %.0f B/held lock",
+				km.Keys, km.Library, km.PerKey(km.UsedHeld), km.DBSizeHeld, km.PerKey(km.UsedReleased), km.DBSizeReleased,
 				km.PerKey(km.UsedExpired), km.DBSizeExpired, km.ClientHeapPerLock)
 		}
 	}
 	return nil
-}
-
-func (k KeyMem) retention() string {
-	switch {
-	case k.Library == LibSetNX:
-		return "-"
-	case k.Retention == 0:
-		return "default"
-	}
-	return k.Retention.String()
 }
 
 // cells formats the bytes per key and the keys in the db at one moment,
@@ -190,8 +177,8 @@ func keysKey(i int) string { return "lockbench:keys:" + strconv.Itoa(i) }
 
 // measure measures k.Library on a fresh server: k.Keys distinct locks
 // taken at once by keysGoroutines goroutines and held, and, but for the
-// reference, released; with a positive retention, it then waits for the
-// server to expire the fence counters.
+// reference, released, then taken again with keysExpiryTTL and left to
+// expire.
 func (k *KeyMem) measure(ctx context.Context, cfg *Config) error {
 	ss, err := StartServers(1)
 	if ss[0] != nil {
@@ -252,35 +239,39 @@ func (k *KeyMem) measure(ctx context.Context, cfg *Config) error {
 	if err := parallel(ctx, k.Keys, keysGoroutines, func(i int) error { return locks[i].Release(ctx) }); err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
-	released := time.Now()
 	clear(locks)
 	if k.UsedReleased, k.DBSizeReleased, err = usedMemory(ctx, rc); err != nil {
 		return err
 	}
-	if k.Retention > 0 {
-		// The counters expire retention after the release; the server
-		// finds them by sampling, so this waits until no key with an
-		// expiry is left.
-		cfg.progress("KEYS %d: waiting for the server to expire the fence counters (retention %v)", k.Keys, k.Retention)
-		for {
-			info, err := rc.Info(ctx, "keyspace").Result()
-			if err != nil {
-				return err
-			}
-			if !strings.Contains(info, "expires=") || strings.Contains(info, ",expires=0,") {
-				break
-			}
-			if time.Since(released) > k.Retention+expiryTimeout {
-				return fmt.Errorf("counters still not expired %v after the release: %s", k.Retention+expiryTimeout, strings.TrimSpace(info))
-			}
-			if err := sleep(ctx, 200*time.Millisecond); err != nil {
-				return err
-			}
-		}
-		k.ExpiryWait = time.Since(released)
-		if k.UsedExpired, k.DBSizeExpired, err = usedMemory(ctx, rc); err != nil {
+	// The same keys again, left to expire: the server finds expired keys
+	// by sampling, so this waits until no key with an expiry is left.
+	err = parallel(ctx, k.Keys, keysGoroutines, func(i int) error {
+		_, err := c.Lock(ctx, keysKey(i), keysExpiryTTL)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("lock to expire: %w", err)
+	}
+	taken := time.Now()
+	cfg.progress("KEYS %d: waiting for the server to expire the locks (TTL %v)", k.Keys, keysExpiryTTL)
+	for {
+		info, err := rc.Info(ctx, "keyspace").Result()
+		if err != nil {
 			return err
 		}
+		if !strings.Contains(info, "expires=") || strings.Contains(info, ",expires=0,") {
+			break
+		}
+		if time.Since(taken) > keysExpiryTTL+expiryTimeout {
+			return fmt.Errorf("locks still not expired %v after they were taken: %s", keysExpiryTTL+expiryTimeout, strings.TrimSpace(info))
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	k.ExpiryWait = time.Since(taken)
+	if k.UsedExpired, k.DBSizeExpired, err = usedMemory(ctx, rc); err != nil {
+		return err
 	}
 	k.Load = LoadAverage()
 	return nil
@@ -419,15 +410,15 @@ func (r *Report) scaleMarkdown(b *bytes.Buffer) {
 		if k.ExpiryWait > 0 {
 			after = k.ExpiryWait.Round(100 * time.Millisecond).String()
 		}
-		keys = append(keys, fmt.Sprintf("%d|%s|%s|%s|%s|%s|%s|%.0f|%s", k.Keys, k.Library, k.retention(),
+		keys = append(keys, fmt.Sprintf("%d|%s|%s|%s|%s|%s|%.0f|%s", k.Keys, k.Library,
 			k.cells(k.UsedHeld, k.DBSizeHeld), k.cells(k.UsedReleased, k.DBSizeReleased), after, k.cells(k.UsedExpired, k.DBSizeExpired), k.ClientHeapPerLock, k.Load))
 	}
 	table(b, fmt.Sprintf("KEYS: server memory per distinct key (one fresh redis-server each, %d goroutines, TTL %v)", keysGoroutines, keysTTL),
-		"INFO memory used_memory above the base (after a warm-up lock), divided by the keys: with every lock held, just after every lock was released "+
-			"(the fence counters live on for the retention; default: max(10 TTL, 1 min), here 100 min), and, with a short retention, once the server had expired the counters. "+
-			"The keys in the db are the locks, the fence counters and a node record per hash slot used. "+
+		"INFO memory used_memory above the base (after a warm-up lock), divided by the keys: with every lock held, just after every lock was released, "+
+			fmt.Sprintf("and once the same keys, locked again with a TTL of %v and not released, had expired. ", keysExpiryTTL)+
+			"The keys in the db are the locks and a marker per hash slot used (which holds the slot's fence counter). "+
 			"SET NX PX is the reference: a lock that stores its key alone (redsync, bsm/redislock). Client heap per held lock: the *redlock.Lock values kept.",
-		"keys|library|retention|held B/key|keys in db|released B/key|keys in db|expired after|B/key|keys in db|client heap B/held lock|load", keys)
+		"keys|library|held B/key|keys in db|released B/key|keys in db|expired after|B/key|keys in db|client heap B/held lock|load", keys)
 	for _, w := range r.Waiters {
 		waiters = append(waiters, fmt.Sprintf("%d|%d|%s|%.0f|%.0f|%.0f|%.2f|%.0f|%s", w.N, w.Waiters, w.Library,
 			w.HeapPerWaiter, w.StackPerWaiter, w.SysPerWaiter, w.GoroutinesPerWaiter, w.CommandsPerSec, w.Load))

@@ -59,7 +59,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		stallNode  = fs.Int("net-stall-node", bench.DefaultNetConfig().StallNode, "-net realistic: the server that stalls now and then, from 1; 0: none")
 		count      = fs.Int("count", def.CountPairs, "lock+release pairs per library for counting the commands the first server runs; 0 counts nothing")
 		keys       = fs.String("keys", ints(def.Keys), "KEYS: numbers of distinct keys locked at once, each on a fresh server")
-		retention  = fs.String("fence-retention", "default,1s", "KEYS: Options.FenceRetention of each measurement (default: the client's default)")
 		waiters    = fs.String("waiters", ints(def.Waiters), "WAITERS: numbers of goroutines waiting in Lock, on the first of -n servers")
 		jsonOut    = fs.String("json", "", "file to save the report into as JSON, for -plot")
 		svgDir     = fs.String("svg", "", "directory to draw the report's plots into as SVG files (with -plot: those of the saved reports)")
@@ -94,16 +93,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if *f.v, err = parseInts(f.s); err != nil {
 			return fmt.Errorf("%s: %w", f.name, err)
 		}
-	}
-	cfg.FenceRetentions = nil
-	for _, r := range list(*retention) {
-		d := time.Duration(0)
-		if r != "default" {
-			if d, err = time.ParseDuration(r); err != nil {
-				return fmt.Errorf("-fence-retention: %w", err)
-			}
-		}
-		cfg.FenceRetentions = append(cfg.FenceRetentions, d)
 	}
 	if *network != "loopback" && *network != "realistic" {
 		return fmt.Errorf("-net: unknown network %q (loopback, realistic)", *network)

@@ -62,13 +62,13 @@ func TestCommandScale(t *testing.T) {
 	dir := t.TempDir()
 	js := filepath.Join(dir, "run.json")
 	var stdout, stderr strings.Builder
-	args := []string{"-workloads", "W1,KEYS,WAITERS", "-keys", "300", "-fence-retention", "default,200ms", "-waiters", "40",
+	args := []string{"-workloads", "W1,KEYS,WAITERS", "-keys", "300", "-waiters", "40",
 		"-duration", "40ms", "-reps", "1", "-n", "1,3", "-g", "2", "-count", "0", "-ttl", "1s",
 		"-libs", "redlock/rueidis,redsync", "-json", js}
 	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	for _, want := range []string{"#### KEYS", "| 300 | SET NX PX | - |", "| 300 | redlock/rueidis | default |", "| 300 | redlock/rueidis | 200ms |",
+	for _, want := range []string{"#### KEYS", "| 300 | SET NX PX |", "| 300 | redlock/rueidis |",
 		"#### WAITERS", "| 1 | 40 | redlock/rueidis |"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the report has no %q:\n%s", want, stdout.String())
@@ -96,7 +96,7 @@ func TestBadFlags(t *testing.T) {
 		{"-net", "realistic", "-net-stall-node", "9"},
 		{"-keys", "x"},
 		{"-waiters", "x"},
-		{"-fence-retention", "soon"},
+		{"-fence-retention", "1s"}, // gone with Options.FenceRetention
 		{"-plot", "x.json"},
 		{"-plot", "/nonexistent.json", "-svg", "/tmp"},
 	} {
