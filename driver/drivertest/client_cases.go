@@ -508,8 +508,10 @@ func (s *suite) testSlowNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TryLock with one silent node: %v", err)
 	}
-	if slow.inFlight.Load() != 1 {
-		t.Fatal("TryLock returned only after the silent node's request ended")
+	// The acquisition's request is in flight, and so is the client's first
+	// probe of the node (see identity.go), which nothing waits for either.
+	if slow.inFlight.Load() == 0 {
+		t.Fatal("TryLock returned only after the silent node's requests ended")
 	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("Release with one silent node: %v", err)
