@@ -13,6 +13,8 @@ var (
 	markerSrc string
 	//go:embed lua/counter.lua
 	counterSrc string
+	//go:embed lua/acquire_one.lua
+	acquireOneSrc string
 	//go:embed lua/acquire.lua
 	acquireSrc string
 	//go:embed lua/release.lua
@@ -53,7 +55,7 @@ var (
 	nodeSrc = horizonSrc + markerSrc
 
 	// The scripts of a lock, on one key or on several keys at once.
-	acquireScript = driver.NewScript("acquire", nodeSrc+acquireSrc)
+	acquireScript = driver.NewScript("acquire", acquireOneSrc+nodeSrc+acquireSrc)
 	releaseScript = driver.NewScript("release", counterSrc+releaseSrc)
 	extendScript  = driver.NewScript("extend", horizonSrc+extendSrc)
 	probeScript   = driver.NewScript("probe", nodeSrc+probeSrc)

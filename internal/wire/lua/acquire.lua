@@ -1,5 +1,7 @@
 -- acquire.lua: take the lock on one node, on one key or on several keys
--- at once (all of them or none). Runs after node.lua.
+-- at once (all of them or none). Runs after acquire_one.lua, which defines
+-- n, ttl and quarantine from ARGV and returns in the common case, and
+-- after node.lua.
 --
 -- KEYS[1..n]   the lock keys, sorted and distinct
 -- KEYS[n+1..]  the node markers of their hash slots (see node.lua), each
@@ -32,9 +34,7 @@
 -- greater than the counter of every slot of the keys and than the node's
 -- clock, and becomes the counter of each: the next owner of any of the
 -- keys gets a greater one.
-local n = tonumber(ARGV[4]) or 1
 local now = now_us()
-local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
 local age, left, wait = nil, 0, 0
 local markers = {}
 for i = n + 1, #KEYS do

@@ -37,10 +37,16 @@ end
 if last < #KEYS then
 	redis.call('PEXPIRE', KEYS[#KEYS], ARGV[2], 'GT')
 end
-local now = now_us()
+local now, ttl = now_us(), tonumber(ARGV[2])
 for i = n + 1, last do
-	local st = record(KEYS[i])
-	hold(st, ARGV[1], now, tonumber(ARGV[2]))
-	put(st)
+	-- Most extensions end within the horizon that the marker records
+	-- for all grants (see hold), which two fields tell.
+	local h = redis.call('HMGET', KEYS[i], 'until2', 'ttl2')
+	local hi2, ttl2 = tonumber(h[1]), tonumber(h[2])
+	if not (hi2 and ttl2 and now + ttl * 1000 <= hi2 and ttl <= ttl2) then
+		local st = record(KEYS[i])
+		hold(st, ARGV[1], now, ttl)
+		put(st)
+	end
 end
 return 1

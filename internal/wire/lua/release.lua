@@ -25,7 +25,9 @@
 --
 -- On every node, whatever the keys hold, the slots' fence counters are
 -- raised to at least the lock's fence (see counter.lua, which says why the
--- deletion comes first).
+-- deletion comes first); a quiet clean-up raises none. Its round gave no
+-- lock, so no holder has its fence for a later one to exceed, and the
+-- nodes that granted it wrote their counters then.
 local n = tonumber(ARGV[4]) or 1
 local deleted, foreign, told = 0, 0, 0
 for i = 1, n do
@@ -44,7 +46,7 @@ for i = 1, n do
 	end
 end
 for i = n + 1, #KEYS do
-	local err = settle(KEYS[i], ARGV[1], ARGV[2], deleted > 0)
+	local err = settle(KEYS[i], ARGV[1], ARGV[3] ~= 'quiet' and ARGV[2] or nil, deleted > 0)
 	if err then
 		return redis.error_reply(err)
 	end
