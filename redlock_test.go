@@ -424,7 +424,7 @@ func TestCollectHearsEveryoneBeforeTrustingYoungNodes(t *testing.T) {
 	}
 	// Without quarantine the round is decided on the first two answers.
 	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young})
-	if !r.collect(2, nil) || r.pending != 1 {
+	if !r.collect(2, ballot{}) || r.pending != 1 {
 		t.Fatalf("without quarantine: decided %v with %d answers pending", r.results, r.pending)
 	}
 }
