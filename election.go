@@ -92,7 +92,7 @@ func (c *Client) publishTerm(ctx context.Context, l *Lock) bool {
 	// The lock's later rounds follow this one on each node, as they
 	// follow each other (see Lock.last).
 	l.last = r
-	ok := r.collect(c.quorum, nil)
+	ok := r.collect(c.quorum, ballot{})
 	if !ok {
 		r.drain()
 	}

@@ -21,8 +21,21 @@ import (
 // the client has heard every node since the node started (see ballot).
 const youngHorizon = time.Hour
 
+// A ballot judges the answers of an acquisition round collected so far,
+// as the quarantine wants (see Client.ballot): it turns the grants that do
+// not count into Quarantined, and reports whether the round must wait for
+// more answers even with a quorum. The zero ballot, without quarantine,
+// judges nothing. It is a value rather than a closure over q and heardAll:
+// every acquisition round makes one, and a closure would be an allocation
+// each time.
+type ballot struct {
+	q        time.Duration // the quarantine; 0: none
+	heardAll time.Time     // when the client last heard every node, before the round
+}
+
 // ballot returns how an acquisition round under the quarantine q counts
-// its grants (see round.collect); nil when q is 0, without quarantine.
+// its grants (see round.collect); the zero ballot when q is 0, without
+// quarantine.
 //
 // A grant counts only from a node whose process has run for at least q,
 // or for the largest TTL any node of the round reports if that is longer;
@@ -42,13 +55,17 @@ func (c *Client) ballot(q time.Duration) ballot {
 // quarantineBallot is the ballot of a round under the quarantine q, of a
 // client that last heard every node in a round that started at heardAll.
 func quarantineBallot(q time.Duration, heardAll time.Time) ballot {
-	if q == 0 {
-		return nil
+	return ballot{q: q, heardAll: heardAll}
+}
+
+// judge applies the ballot to the answers of r collected so far, and
+// reports whether r must wait for more answers though a quorum agrees.
+func (b ballot) judge(r *round) (wait bool) {
+	if b.q == 0 {
+		return false
 	}
-	return func(r *round) bool {
-		r.quarantine(max(q, r.maxTTL()))
-		return r.leansOnUnheard(max(youngHorizon, q), heardAll)
-	}
+	r.quarantine(max(b.q, r.maxTTL()))
+	return r.leansOnUnheard(max(youngHorizon, b.q), b.heardAll)
 }
 
 // leansOnUnheard reports whether a grant came from a node younger than

@@ -332,7 +332,22 @@ func TestGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A gate left with a wake in it, as after a Release by another
+	// goroutine, is taken again (from the pool, or anew) without it.
+	if !c.wakeLocal("k") {
+		t.Fatal("wakeLocal found no gate for k")
+	}
 	c.leave("k", g2)
+	g3, err := c.enter(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-g3.wake:
+		t.Fatal("a wake meant for an earlier contender was left in the gate")
+	default:
+	}
+	c.leave("k", g3)
 }
 
 func TestHandoff(t *testing.T) {
@@ -424,7 +439,7 @@ func TestCollectHearsEveryoneBeforeTrustingYoungNodes(t *testing.T) {
 	}
 	// Without quarantine the round is decided on the first two answers.
 	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young})
-	if !r.collect(2, nil) || r.pending != 1 {
+	if !r.collect(2, ballot{}) || r.pending != 1 {
 		t.Fatalf("without quarantine: decided %v with %d answers pending", r.results, r.pending)
 	}
 }

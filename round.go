@@ -56,7 +56,7 @@ func (c *Client) cleanUp(ctx context.Context, key string, acq *round) *round {
 // its first TTL on that node.
 func (c *Client) extendRound(ctx context.Context, prev *round, call wire.Call, timeout time.Duration) (*round, bool) {
 	r := c.send(ctx, timeout, 1, call, prev)
-	if r.collect(c.quorum, nil) {
+	if r.collect(c.quorum, ballot{}) {
 		return r, true
 	}
 	r.drain()
@@ -84,7 +84,7 @@ func (c *Client) releaseRound(ctx context.Context, prev *round, call wire.Call, 
 		ctx = context.WithoutCancel(ctx)
 	}
 	r := c.send(ctx, c.opts.ReleaseTimeout, 2, call, prev)
-	if all || !r.collect(c.quorum, nil) {
+	if all || !r.collect(c.quorum, ballot{}) {
 		r.drain()
 	}
 	return r
@@ -196,12 +196,13 @@ func (r *round) deliver(q *request, v any, err error) {
 // soon as quorum nodes agree (see agreed), and false as soon as a quorum
 // is out of reach or the round's deadline has passed.
 //
-// With a ballot, the ballot judges the answers first, as each comes in: it
-// may turn grants into refusals, and ask to wait for more answers though a
-// quorum agrees (see Client.ballot).
+// The ballot judges the answers first, as each comes in: under quarantine
+// it may turn grants into refusals, and ask to wait for more answers
+// though a quorum agrees (see Client.ballot). Rounds other than
+// acquisitions pass the zero ballot, which judges nothing.
 func (r *round) collect(quorum int, b ballot) bool {
 	for r.pending > 0 && r.next() {
-		wait := b != nil && b(r)
+		wait := b.judge(r)
 		if r.agreed(quorum) && !wait {
 			return true
 		}
@@ -209,17 +210,9 @@ func (r *round) collect(quorum int, b ballot) bool {
 			return false
 		}
 	}
-	if b != nil {
-		b(r)
-	}
+	b.judge(r)
 	return r.agreed(quorum)
 }
-
-// A ballot judges the answers of a round collected so far, as the rules of
-// an acquisition want (the quarantine): it turns the grants that do not
-// count into refusals, and reports whether the round must wait for more
-// answers even with a quorum.
-type ballot func(r *round) (wait bool)
 
 // agreed is the quorum rule: it reports whether at least quorum nodes
 // granted, for one slot (see votes).

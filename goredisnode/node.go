@@ -376,9 +376,12 @@ func (n *Node) Close() error {
 }
 
 // normalize converts a go-redis reply into the types redlock.Node
-// documents, in place and without allocating for the common types.
-func normalize(v any) (any, error) {
-	switch v := v.(type) {
+// documents, in place and without allocating for the common types. An
+// array is returned as the interface value it came in, not as the
+// []any it holds: converting that back to an interface would allocate,
+// once per reply.
+func normalize(reply any) (any, error) {
+	switch v := reply.(type) {
 	case nil, int64, string:
 		return v, nil
 	case []any:
@@ -389,7 +392,7 @@ func normalize(v any) (any, error) {
 			}
 			v[i] = e
 		}
-		return v, nil
+		return reply, nil
 	case bool: // RESP3 converts Lua booleans to booleans.
 		if v {
 			return int64(1), nil
@@ -402,7 +405,7 @@ func normalize(v any) (any, error) {
 	case *big.Int: // RESP3 big number; RESP2 sends it as a bulk string
 		return v.String(), nil
 	}
-	return nil, fmt.Errorf("goredisnode: unsupported reply type %T", v)
+	return nil, fmt.Errorf("goredisnode: unsupported reply type %T", reply)
 }
 
 // replyError returns err as a *driver.ReplyError if it is an error reply,

@@ -376,7 +376,7 @@ func normalize(m *rueidis.RedisMessage) (any, error) {
 			return s, nil
 		}
 	}
-	return nil, fmt.Errorf("rueidisnode: unsupported reply %s", m)
+	return nil, fmt.Errorf("rueidisnode: unsupported reply %s", m.String())
 }
 
 // int64s returns vals as a []int64 if every one is an integer.
