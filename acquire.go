@@ -81,7 +81,8 @@ func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n in
 			ks.Slot = slot
 		}
 		l = &Lock{c: c, ks: ks, token: token, ttl: ttl, fence: r.fenceOf(slot),
-			start: r.start, until: until, last: r}
+			start: r.start, until: until, last: r, long: ttl > wire.LongGrant}
+		l.covered = r.covering(l.fence)
 	} else {
 		// Step 5: a failed round is undone on every node.
 		clean = c.cleanUp(ctx, ks.Name, r)

@@ -87,12 +87,22 @@ func (q *request) dispatch() {
 // short of a refusal, and tries are left, and delivers the answer.
 func (q *request) run(node driver.Node) {
 	r := q.r
-	v, err := node.Eval(r.ctx, r.call.Script, r.call.Keys, r.call.Args)
+	keys := q.keys()
+	v, err := node.Eval(r.ctx, r.call.Script, keys, r.call.Args)
 	for ; err != nil && q.tries > 1 && r.ctx.Err() == nil && !refused(err); q.tries-- {
-		v, err = node.Eval(r.ctx, r.call.Script, r.call.Keys, r.call.Args)
+		v, err = node.Eval(r.ctx, r.call.Script, keys, r.call.Args)
 		q.retry = true
 	}
 	r.deliver(q, v, err)
+}
+
+// keys returns the keys of the call that q sends: the call's lean keys
+// where the call marks q's node, else its keys.
+func (q *request) keys() []string {
+	if q.r.call.LeanOn(q.node) {
+		return q.r.call.LeanKeys
+	}
+	return q.r.call.Keys
 }
 
 func newLane(n driver.Batcher) *lane {
@@ -189,7 +199,7 @@ func (ln *lane) send(batch []*request, calls []driver.Call) []driver.Call {
 			continue
 		}
 		live = append(live, q)
-		calls = append(calls, driver.Call{Script: q.r.call.Script, Keys: q.r.call.Keys, Args: q.r.call.Args})
+		calls = append(calls, driver.Call{Script: q.r.call.Script, Keys: q.keys(), Args: q.r.call.Args})
 		if d := q.r.deadline; base == nil || d.Before(deadline) {
 			deadline, base = d, q.r.ctx
 		}

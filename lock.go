@@ -34,6 +34,14 @@ type Lock struct {
 	fence int64
 	start time.Time // when the acquiring round began
 
+	// covered marks the nodes (bit i for node i, the first 64) whose
+	// grant gave a fence of at least the lock's, so that their counters
+	// cover it: the release needs no marker there (see wire.Call.Lean)
+	// unless long, set once a grant or extension is sent with a TTL above
+	// wire.LongGrant. long is guarded by op.
+	covered uint64
+	long    bool
+
 	// last is the latest round sent for the lock: the acquiring round, or
 	// the latest extension. Its requests to the slowest nodes may still be
 	// on their way; Extend and Release send to each node only once the
@@ -249,6 +257,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		e.Err = ErrExpired
 		return e
 	}
+	l.long = l.long || ttl > wire.LongGrant
 	r, extended := l.c.extendRound(ctx, l.last, l.ks.Extend(l.token, ttl), timeout)
 	l.last = r
 	ok := false
@@ -342,7 +351,11 @@ func (l *Lock) release(ctx context.Context) error {
 	// A release within the validity that a quorum confirms is all the
 	// caller needs to hear; one after the deadline, or one that finds the
 	// lock gone, is reported with every node's answer.
-	r := l.c.releaseRound(ctx, l.last, l.ks.Release(l.token, l.fence, 0), expired)
+	call := l.ks.Release(l.token, l.fence, 0)
+	if !l.long {
+		call.Lean = l.covered
+	}
+	r := l.c.releaseRound(ctx, l.last, call, expired)
 	r.decide(r.count(observe.OutcomeOK) >= l.c.quorum)
 	l.c.hooks.round(ctx, "release", l.ks.Name, 1, r)
 	// A goroutine of this Client that waits for the key is woken at once.

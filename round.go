@@ -252,6 +252,18 @@ func (r *round) fenceOf(slot int) int64 {
 	return f
 }
 
+// covering returns the nodes, as a bitmask of the first 64, that granted
+// with a fence of at least fence.
+func (r *round) covering(fence int64) uint64 {
+	var m uint64
+	for i, res := range r.results[:min(len(r.results), 64)] {
+		if res.Outcome == observe.OutcomeOK && res.Fence >= fence {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
 // decide records the round's verdict, when it was reached, and for an
 // Observer the answers as they stood then.
 func (r *round) decide(ok bool) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/internal/clientx"
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
 )
@@ -29,6 +31,7 @@ func (s *suite) testFormat(t *testing.T) {
 	t.Run("LongLockEffectEnds", s.testLongLockEnds)
 	t.Run("FormatVersion", s.testFormatVersion)
 	t.Run("HorizonCoversRestart", s.testHorizonCoversRestart)
+	t.Run("LeanRelease", s.testLeanRelease)
 }
 
 // testFormatVersion: a client refuses nodes that hold the data of another
@@ -420,5 +423,81 @@ func (s *suite) testHorizonCoversRestart(t *testing.T) {
 	}
 	if tries == 0 {
 		t.Fatal("the machine was too slow: x had ended before the fresh client tried")
+	}
+}
+
+// testLeanRelease: a release reads no marker on the nodes whose grant gave
+// the lock its fence, whose counters already cover it; it still raises
+// the other nodes' counters to the fence, and still gives back, on every
+// node, the horizon of a lock extended past a minute.
+func (s *suite) testLeanRelease(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	ctx, key := ctxT(t), keyFor(t)
+	c := s.client(t, cl.urls(), nil)
+	marker := wire.MarkerKey(key)
+	counter := func(srv *redistest.Server) int64 {
+		v, _ := srv.MustDo(t, "HGET", marker, wire.MarkerFence).(string)
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s: fence counter %q: %v", srv.Addr(), v, err)
+		}
+		return n
+	}
+	reads := func(srv *redistest.Server) bool {
+		st := srv.MustDo(t, "INFO", "commandstats").(string)
+		return strings.Contains(st, "cmdstat_hget:") || strings.Contains(st, "cmdstat_hmget:")
+	}
+
+	// One node: its grant gave the lock its fence.
+	one := s.client(t, cl.urls()[:1], nil)
+	l, err := one.TryLock(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.servers[0].MustDo(t, "CONFIG", "RESETSTAT")
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if reads(cl.servers[0]) {
+		t.Errorf("the release read the marker of the node whose grant gave the fence %d", l.Fence())
+	}
+	if got := counter(cl.servers[0]); got < l.Fence() {
+		t.Errorf("counter %d after the release, below the lock's fence %d", got, l.Fence())
+	}
+
+	// Three nodes: the release raises every counter to the fence, and
+	// reads no marker on some node, the one that gave the fence.
+	l = lockOnAll(t, ctx, c, key, 10*time.Second, cl.servers)
+	for _, srv := range cl.servers {
+		srv.MustDo(t, "CONFIG", "RESETSTAT")
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lean := 0
+	for i, srv := range cl.servers {
+		if !reads(srv) {
+			lean++
+		}
+		if got := counter(srv); got < l.Fence() {
+			t.Errorf("node %d: counter %d after the release, below the lock's fence %d", i, got, l.Fence())
+		}
+	}
+	if lean == 0 {
+		t.Errorf("the release read the marker on every node, also on the one that gave the fence %d", l.Fence())
+	}
+
+	l = lockOnAll(t, ctx, c, key, 10*time.Second, cl.servers)
+	if err := l.Extend(ctx, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, srv := range cl.servers {
+		m := srv.MustDo(t, "HMGET", marker, "who", "ttl1")
+		if a, _ := m.([]any); len(a) != 2 || a[0] != "" || a[1] != "0" {
+			t.Errorf("node %d: who, ttl1 = %v after the release of a lock extended to 2 minutes; want the horizon given back", i, m)
+		}
 	}
 }

@@ -20,6 +20,27 @@ type Call struct {
 	// have applied it, raising fence counters to at least fence and
 	// keeping them fenceTTL; nil for a call that changes no lock.
 	Undo func(fence int64, fenceTTL time.Duration) Call
+
+	// LeanKeys, for a lock's release, are its keys without their slots'
+	// markers: the release then only deletes and announces. Lean marks the
+	// nodes (bit i for node i, the first 64 only) to send LeanKeys to
+	// instead of Keys; the caller sets it. A node may have them when its
+	// counters already cover the lock's fence, as on a node whose grant
+	// gave the lock its fence (a counter never goes down), and when the
+	// lock's grants and extensions were never longer than LongGrant, so
+	// that no marker holds a horizon of the lock's to give back.
+	LeanKeys []string
+	Lean     uint64
+}
+
+// LongGrant is the TTL above which a grant or an extension may take the
+// marker's horizon of its own (see hold in lua/horizon.lua), which its
+// release gives back.
+const LongGrant = time.Minute
+
+// LeanOn reports whether node i is sent c.LeanKeys.
+func (c *Call) LeanOn(i int) bool {
+	return c.LeanKeys != nil && i < 64 && c.Lean&(1<<i) != 0
 }
 
 // The fence counters are kept per cluster hash slot, in the node marker
@@ -155,9 +176,13 @@ func (s Set) release(token string, fence int64, quiet string) Call {
 		if quiet != "" {
 			args = append(args, quiet)
 		}
-		return Call{Script: releaseScript, Keys: s.one(), Args: args, Decode: decodeRelease}
+		c := Call{Script: releaseScript, Keys: s.one(), Args: args, Decode: decodeRelease}
+		if s.Kind == Exclusive {
+			c.LeanKeys = c.Keys[:1:1]
+		}
+		return c
 	}
-	return Call{Script: releaseScript, Keys: s.with(), Args: append(args, quiet, strconv.Itoa(len(s.Keys))), Decode: decodeRelease}
+	return Call{Script: releaseScript, Keys: s.with(), Args: append(args, quiet, strconv.Itoa(len(s.Keys))), Decode: decodeRelease, LeanKeys: s.Keys}
 }
 
 // Extend returns the call that sets the set's time to live to ttl where

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -17,5 +18,15 @@ func TestAcquireOneKeepsTheFormat(t *testing.T) {
 	want := "m[1] == '" + m[1] + "' and"
 	if !strings.Contains(acquireOneSrc, want) {
 		t.Errorf("acquire_one.lua does not check the marker's format with %q (node.lua's FORMAT is %s)", want, m[1])
+	}
+}
+
+// TestLongGrantIsTheHorizons checks that LongGrant is the TTL above which
+// hold, in horizon.lua, gives a grant the marker's horizon of its own: a
+// release sent without the marker (Call.LeanKeys) could not give it back.
+func TestLongGrantIsTheHorizons(t *testing.T) {
+	want := "ttl > " + strconv.FormatInt(LongGrant.Milliseconds(), 10) + " and"
+	if !strings.Contains(horizonSrc, want) {
+		t.Errorf("horizon.lua's hold does not take a long grant with %q (LongGrant is %v)", want, LongGrant)
 	}
 }

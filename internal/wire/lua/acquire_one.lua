@@ -5,10 +5,11 @@
 --
 -- The common case is one key, and a marker up to date (the same process,
 -- not promoted since: LASTSAVE and the replication ID as recorded) that
--- lets the node grant, that already covers this grant's horizon (see hold
--- in horizon.lua) and that records no long grant (ttl1 0). This part reads
--- and decides exactly what marker, standing, grant and held do in that
--- case, with fewer fields, numbers, tables and functions: the scripting
+-- lets the node grant and records no long grant (ttl1 0), for a grant
+-- that the marker's horizon of all grants already covers or that is not
+-- long itself (see hold in horizon.lua). This part reads and decides
+-- exactly what marker, standing, grant, hold and held do in that case,
+-- with fewer fields, numbers, tables and functions: the scripting
 -- engine's cost per operation, not the commands, is most of what the
 -- general code costs the server. Anything else falls through to the
 -- general code, and nothing has been written by then. The format ('1')
@@ -20,8 +21,10 @@ if n == 1 then
 	local m = redis.call('HMGET', KEYS[2], 'v', 'lastsave', 'replid', 'start', 'quiet', 'ttl1', 'until2', 'ttl2', 'fence')
 	local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 	local start, hi2, ttl2 = tonumber(m[4]), tonumber(m[7]), tonumber(m[8])
-	local ok = m[1] == '1' and m[6] == '0' and m[3] and start and hi2 and ttl2
-		and now + ttl * 1000 <= hi2 and ttl <= ttl2 and tonumber(m[2]) == redis.pcall('LASTSAVE')
+	local e = now + ttl * 1000
+	local covered = hi2 and ttl2 and e <= hi2 and ttl <= ttl2
+	local ok = m[1] == '1' and m[6] == '0' and m[3] and start and hi2 and ttl2 and (covered or ttl <= 60000)
+		and tonumber(m[2]) == redis.pcall('LASTSAVE')
 	if ok and quarantine > 0 then
 		local repl = redis.pcall('INFO', 'replication')
 		ok = type(repl) == 'string' and string.find(repl, 'master_replid:' .. m[3] .. '\r', 1, true)
@@ -29,15 +32,23 @@ if n == 1 then
 	end
 	if ok then
 		local age = math.max(math.floor((now - start) / 1000), 0)
+		local left = hi2 > now and ttl2 or 0
 		local fence = tonumber(m[9]) or 0
 		local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 		if not v then
 			fence = math.max(fence + 1, now)
-			redis.call('HSET', KEYS[2], 'fence', string.format('%d', fence))
+			if covered then
+				redis.call('HSET', KEYS[2], 'fence', string.format('%d', fence))
+				return {1, fence, age, ttl2}
+			end
+			-- hold's last case: the horizon of all grants grows, with as
+			-- much again to spare.
+			hi2, ttl2 = math.max(hi2, e + ttl * 1000), math.max(left, ttl)
+			redis.call('HSET', KEYS[2], 'fence', string.format('%d', fence), 'until2', string.format('%d', hi2), 'ttl2', ttl2)
 			return {1, fence, age, ttl2}
 		elseif v == ARGV[1] then
-			return {1, fence, age, ttl2}
+			return {1, fence, age, math.max(left, ttl)}
 		end
-		return {0, redis.call('PTTL', KEYS[1]), age, ttl2}
+		return {0, redis.call('PTTL', KEYS[1]), age, left}
 	end
 end

@@ -1,7 +1,8 @@
 -- node.lua: what every script that needs the node's memory starts with,
 -- after horizon.lua. Both are prepended to probe.lua, rw_extend.lua and to
 -- the scripts that grant: acquire.lua, acquire_permit.lua, rw_read.lua
--- and rw_write.lua; extend.lua takes horizon.lua alone.
+-- and rw_write.lua; extend.lua takes horizon.lua alone. The acquire
+-- script runs acquire_one.lua, its common case written out, before both.
 --
 -- The node keeps a small hash per cluster hash slot, the marker (KEYS[3] in
 -- acquire, KEYS[1] in probe), with these fields:
