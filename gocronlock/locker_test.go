@@ -66,19 +66,19 @@ func TestLockerOneRunPerTick(t *testing.T) {
 		total := 0
 		for tick := 1; tick <= ticks; tick++ {
 			runs, taken := 0, 0
-			for _, a := range led.of(tick, job) {
+			for _, a := range led.snapshot(tick, job) {
 				switch {
 				case a.ran:
 					runs++
 					if a.unlockErr != nil {
-						t.Errorf("%v: Unlock: %v", a, a.unlockErr)
+						t.Errorf("%v: Unlock: %v", &a, a.unlockErr)
 					}
 				case errors.Is(a.err, redlock.ErrTaken):
 					taken++
 				case errors.Is(a.err, redlock.ErrNoQuorum):
-					t.Logf("%v: a node was too slow", a)
+					t.Logf("%v: a node was too slow", &a)
 				default:
-					t.Errorf("%v: want ErrTaken or ErrNoQuorum", a)
+					t.Errorf("%v: want ErrTaken or ErrNoQuorum", &a)
 				}
 			}
 			total += runs

@@ -189,6 +189,19 @@ func (l *ledger) wait(ctx context.Context, cond func() bool) error {
 	}
 }
 
+// snapshot returns copies of the attempts at tick to run job, in the
+// order they began, read with the ledger locked: for a test that reads
+// them while instances may still record.
+func (l *ledger) snapshot(tick int, job string) []attempt {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var as []attempt
+	for _, a := range l.of(tick, job) {
+		as = append(as, *a)
+	}
+	return as
+}
+
 // of returns the attempts at tick to run job, in the order they began.
 // The ledger must be locked, or no longer in use.
 func (l *ledger) of(tick int, job string) []*attempt {
