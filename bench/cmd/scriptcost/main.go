@@ -272,8 +272,19 @@ func (m *measurer) measure(ctx context.Context, v variant, rep int) (us float64,
 		p.EvalSha(ctx, acq, []string{k, wire.MarkerKey(k)}, token, "10000", "1")
 	}
 	// A node in service has the marker of every hash slot that a lock has
-	// used: write them all, with one lock per slot, before measuring.
-	if err := m.batches(ctx, len(m.warm), func(p redis.Pipeliner, i int) { acquire(p, m.warm[i]) }); err != nil {
+	// used: write those of the slots the measured keys use (all of them,
+	// unless n is small), with one lock per slot, before measuring.
+	used := make(map[string]bool)
+	for i := range m.n {
+		used[wire.MarkerKey(key(i))] = true
+	}
+	var warm []string
+	for _, k := range m.warm {
+		if used[wire.MarkerKey(k)] {
+			warm = append(warm, k)
+		}
+	}
+	if err := m.batches(ctx, len(warm), func(p redis.Pipeliner, i int) { acquire(p, warm[i]) }); err != nil {
 		return 0, 0, "", err
 	}
 	if v.setup {
