@@ -126,6 +126,7 @@ func run() error {
 		{name: "TIME, SET NX PX and the fence counter (acquire.lua without the node marker)", script: fenceOnly, keys: fenced, args: []any{token, "10000"}, grants: true},
 		{name: "redlock extend", script: src["extend"], setup: true, keys: func(k string) []string { return []string{k, wire.MarkerKey(k)} }, args: []any{token, "10000"}},
 		{name: "redlock release (fence = the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "0"}},
+		{name: "redlock release where the node's grant gave the fence (no marker: lean)", script: src["release"], setup: true, keys: one, args: []any{token, "0"}},
 		{name: "redlock release (fence above the node's counter)", script: src["release"], setup: true, keys: fenced, args: []any{token, "9000000000000000"}},
 		{name: "redlock release, quiet, of a key another token holds (a failed round's clean-up)", script: src["release"], setup: true, keys: fenced, args: []any{other, "0", "quiet"}},
 		{name: "compare-and-delete and PUBLISH (release.lua without the fence counter)", script: `local v = redis.call("GET", KEYS[1])
