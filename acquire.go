@@ -462,20 +462,23 @@ type gate struct {
 	waiters int           // goroutines holding or waiting for the gate; guarded by Client.gmu
 }
 
-// gatePool holds the gates that no goroutine holds or waits for any more,
-// for the next key. Every Lock call enters a gate, usually a fresh one
-// for a key nobody else in the process waits for; reusing one saves its
-// three allocations (the gate and its two channels) per call.
-var gatePool = sync.Pool{New: func() any {
-	return &gate{sem: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
-}}
+// spareGates is how many gates that no goroutine holds or waits for a
+// Client keeps, to reuse for the next key. Every Lock call enters a gate,
+// usually a fresh one for a key nobody else in the process waits for;
+// reusing one saves its three allocations (the gate and its two
+// channels) per call.
+const spareGates = 16
 
 // enter waits for the gate of key, and returns it; leave it with leave.
 func (c *Client) enter(ctx context.Context, key string) (*gate, error) {
 	c.gmu.Lock()
 	g := c.gates[key]
 	if g == nil {
-		g = gatePool.Get().(*gate)
+		if n := len(c.spare); n > 0 {
+			g, c.spare = c.spare[n-1], c.spare[:n-1]
+		} else {
+			g = &gate{sem: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
+		}
 		c.gates[key] = g
 	}
 	g.waiters++
@@ -501,9 +504,8 @@ func (c *Client) leave(key string, g *gate) {
 }
 
 // forget drops a goroutine from g's count, and g once nobody holds it or
-// waits for it: it goes back to the pool, as good as new (its sem is
-// empty, as nobody holds it, and a wake meant for its last contender is
-// dropped).
+// waits for it: it is kept for reuse as good as new (its sem is empty, as
+// nobody holds it, and a wake meant for its last contender is dropped).
 func (c *Client) forget(key string, g *gate) {
 	c.gmu.Lock()
 	defer c.gmu.Unlock()
@@ -513,7 +515,9 @@ func (c *Client) forget(key string, g *gate) {
 		case <-g.wake:
 		default:
 		}
-		gatePool.Put(g)
+		if len(c.spare) < spareGates {
+			c.spare = append(c.spare, g)
+		}
 	}
 }
 

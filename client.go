@@ -153,6 +153,7 @@ type Client struct {
 
 	gmu      sync.Mutex           // guards gates and handoffs
 	gates    map[string]*gate     // keys that goroutines of this client wait for
+	spare    []*gate              // gates to reuse (see spareGates)
 	handoffs map[string]time.Time // keys whose release woke waiters, and when
 }
 

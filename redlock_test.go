@@ -333,7 +333,7 @@ func TestGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A gate left with a wake in it, as after a Release by another
-	// goroutine, is taken again (from the pool, or anew) without it.
+	// goroutine, is taken again (a spare, or anew) without it.
 	if !c.wakeLocal("k") {
 		t.Fatal("wakeLocal found no gate for k")
 	}

@@ -182,7 +182,11 @@ func (s Set) release(token string, fence int64, quiet string) Call {
 		}
 		return c
 	}
-	return Call{Script: releaseScript, Keys: s.with(), Args: append(args, quiet, strconv.Itoa(len(s.Keys))), Decode: decodeRelease, LeanKeys: s.Keys}
+	c := Call{Script: releaseScript, Keys: s.with(), Args: append(args, quiet, strconv.Itoa(len(s.Keys))), Decode: decodeRelease}
+	if s.Kind == Exclusive {
+		c.LeanKeys = s.Keys
+	}
+	return c
 }
 
 // Extend returns the call that sets the set's time to live to ttl where
