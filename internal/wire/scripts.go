@@ -37,6 +37,8 @@ var (
 	electSrc string
 	//go:embed lua/leader.lua
 	leaderSrc string
+	//go:embed lua/rw_admit.lua
+	rwAdmitSrc string
 	//go:embed lua/rw_read.lua
 	rwReadSrc string
 	//go:embed lua/rw_write.lua
@@ -76,8 +78,8 @@ var (
 	// The scripts of a read-write lock besides the lock's, which extend
 	// and release its writer; and Adopt's, which writes only the fence
 	// counter.
-	rwReadScript    = driver.NewScript("rw_read", nodeSrc+rwReadSrc)
-	rwWriteScript   = driver.NewScript("rw_write", nodeSrc+rwWriteSrc)
+	rwReadScript    = driver.NewScript("rw_read", nodeSrc+rwAdmitSrc+rwReadSrc)
+	rwWriteScript   = driver.NewScript("rw_write", nodeSrc+rwAdmitSrc+rwWriteSrc)
 	rwReleaseScript = driver.NewScript("rw_release", counterSrc+rwReleaseSrc)
 	rwExtendScript  = driver.NewScript("rw_extend", nodeSrc+rwExtendSrc)
 	rwDropScript    = driver.NewScript("rw_drop", rwDropSrc)

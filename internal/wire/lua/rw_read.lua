@@ -1,5 +1,5 @@
 -- rw_read.lua: take a reader's share of a read-write lock on one node.
--- Runs after node.lua.
+-- Runs after node.lua and rw_admit.lua.
 --
 -- KEYS[1]  the lock key, which holds the writer's value while one holds,
 --          and READERS (see node.lua) while readers hold, so that no lock
@@ -23,16 +23,6 @@
 -- A reader's fence is the slot's floor: max(counter, node clock in µs),
 -- which is written back to the counter, so that the next writer's fence
 -- (counter + 1 at least) exceeds every reader's granted here.
-local now = now_us()
-local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
-local st = marker(KEYS[4], now, quarantine > 0)
-local age, maxttl, wait = standing(st, now, ttl, quarantine)
-if wait > 0 then
-	return {-1, wait, age, maxttl}
-end
-local nows = string.format('%d', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', nows)
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', nows)
 if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
 	-- A client library re-sending the call after the first reply was lost
 	-- finds its own grant, as in acquire.lua.

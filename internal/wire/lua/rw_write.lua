@@ -1,5 +1,6 @@
 -- rw_write.lua: take the writer's hold of a read-write lock on one node,
--- or record the writer's intent while readers hold. Runs after node.lua.
+-- or record the writer's intent while readers hold. Runs after node.lua
+-- and rw_admit.lua.
 --
 -- KEYS[1..4]  as rw_read.lua: the lock key, the readers, the intents and
 --             the node marker
@@ -20,16 +21,6 @@
 -- or renews, its intent, which keeps new readers out (see rw_read.lua)
 -- until it is granted, gives up (rw_drop.lua) or the intent expires. A
 -- writer that is granted drops its intent.
-local now = now_us()
-local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
-local st = marker(KEYS[4], now, quarantine > 0)
-local age, maxttl, wait = standing(st, now, ttl, quarantine)
-if wait > 0 then
-	return {-1, wait, age, maxttl}
-end
-local nows = string.format('%d', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', nows)
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', nows)
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
 	-- A retry finds its own grant, as in acquire.lua.
