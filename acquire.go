@@ -8,6 +8,7 @@ import (
 	"errors"
 	"math"
 	mathrand "math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,33 +40,28 @@ import (
 // acquire makes round n of the acquisition of ks for ttl. The caller
 // checks ctx before and after: whether the round may be sent, and whether
 // a failed round was cut short by the end of ctx.
-func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n int) (*Lock, *OpError) {
-	// One server, one vote: two nodes that are one server never both
-	// count (a check made once per node, at its first round).
+func (c *Client) acquire(ctx context.Context, ks *keyset, ttl time.Duration, n int) (*Lock, *OpError) {
+	// One server, one vote: the client learns which server each node is
+	// at its first round, and again when a node's server may have changed.
 	if err := c.identify(ctx, c.nodeTimeout(ttl)); err != nil {
 		return nil, &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n - 1, Err: err}
 	}
 	token := newToken(cmp.Or(ks.owner, c.opts.Owner)) // carries the owner's label
 	q := c.quarantineFor(ttl)
-	b := c.ballot(q)
+	t := c.tally(ks, q) // what the client knew before the round
 
 	// Steps 1 and 2: t0 is read (r.start) just before the first request
 	// goes out; SET key token NX PX ttl goes to all N nodes at once, each
 	// request bounded by the node timeout. The script also returns the
 	// node's fence and what the quarantine needs: the node's age and the
-	// largest TTL it knows.
+	// largest TTL it knows in the key's hash slot.
 	r := c.send(ctx, c.nodeTimeout(ttl), 1, ks.Acquire(token, ttl, q, 0), nil)
 
-	// Step 3: a quorum of grants from nodes out of quarantine, with
-	// validity left: ttl − elapsed − drift > 0. A node not known yet to
-	// be a server of its own does not vote. A semaphore's grants count
-	// for the slot they are of: the permit is the slot a quorum granted.
-	granted := r.collect(c.quorum, b)
-	for r.void(c.unidentified(), errUnidentified) {
-		// The quorum leaned on a node that does not vote yet: the other
-		// nodes' answers may still make one.
-		granted = r.collect(c.quorum, b)
-	}
+	// Step 3: a quorum of grants that count (from nodes known to be
+	// servers of their own, out of quarantine), with validity left: ttl −
+	// elapsed − drift > 0. A semaphore's grants count for the slot they
+	// are of: the permit is the slot a quorum granted.
+	granted := r.collect(&t)
 	until := validUntil(r.start, ttl, c.drift(ttl))
 	valid := granted && time.Now().Before(until)
 	r.decide(valid)
@@ -77,24 +73,47 @@ func (c *Client) acquire(ctx context.Context, ks keyset, ttl time.Duration, n in
 		// Step 4: the lock is valid until t0 + ttl − drift, on the
 		// client's monotonic clock.
 		_, slot := r.votes()
+		set := ks.Set
 		if ks.Permits > 0 {
-			ks.Slot = slot
+			set.Slot = slot
 		}
-		l = &Lock{c: c, ks: ks, token: token, ttl: ttl, fence: r.fenceOf(slot),
+		l = &Lock{c: c, ks: keyset{Set: set, owner: ks.owner, slots: ks.slots}, token: token, ttl: ttl, fence: r.fenceOf(slot),
 			start: r.start, until: until, last: r, long: ttl > wire.LongGrant}
 		l.covered = r.covering(l.fence)
 	} else {
-		// Step 5: a failed round is undone on every node.
-		clean = c.cleanUp(ctx, ks.Name, r)
-		e = &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n, Nodes: r.results,
-			Err: r.acquireFailure(granted)}
+		// Step 5: a failed round is undone on every node; the caller's
+		// cancellation does not cut it short. The clean-up waits for the
+		// round's late answers, which then tell why it failed.
+		clean = c.cleanUp(context.WithoutCancel(ctx), ks.Name, r)
+		t.judge(r)
+		e = r.opError("acquire", ks.Name, r.why(failure{op: "acquire", late: granted}))
+		e.Rounds = n
 	}
+	c.heard(ctx, r, &t)
 	c.hooks.round(ctx, "acquire", ks.Name, n, r)
 	if clean != nil {
 		c.hooks.round(ctx, "cleanup", ks.Name, n, clean)
 	}
-	c.heard(ctx, r, q)
 	return l, e
+}
+
+// cleanUp releases a failed acquisition round on every node: also on those
+// that said no or did not answer, because a request may have been applied
+// after its answer was lost. It first waits for the round's late answers,
+// so that no release overtakes its own acquisition. A clean-up that does
+// not reach a node is logged at Debug level: the node's own state, which
+// the log is told of when it changes, says why (see noteHealth), and the
+// keys left expire with their TTL.
+func (c *Client) cleanUp(ctx context.Context, key string, acq *round) *round {
+	acq.drain()
+	r := c.releaseRound(ctx, nil, acq.call.Undo(acq.maxFence(), 0), true)
+	reached := r.replied()
+	r.decide(reached == len(c.nodes))
+	if reached < len(c.nodes) {
+		c.log.Debug("redlock: clean-up of a failed acquisition did not reach every node; the keys left expire with their TTL",
+			"key", key, "nodes_failed", len(c.nodes)-reached, "results", r.results)
+	}
+	return r
 }
 
 // newToken returns the value of a fresh acquisition: a random token, 24
@@ -153,7 +172,7 @@ func (c *Client) lock(ctx context.Context, ks keyset, ttl time.Duration, wait bo
 			return nil, e.Rounds, e.cutShort(last)
 		}
 		var l *Lock
-		if l, e = c.acquire(ctx, ks, ttl, n); e == nil {
+		if l, e = c.acquire(ctx, &ks, ttl, n); e == nil {
 			return l, n, nil
 		}
 	}
@@ -260,6 +279,17 @@ func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duratio
 type keyset struct {
 	wire.Set
 	owner string
+	slots []uint16 // the cluster hash slots of its keys, each once (see withSlots)
+}
+
+// withSlots returns ks with its slots named.
+func (ks keyset) withSlots() keyset {
+	for _, k := range ks.All() {
+		if s := wire.Slot(k); !slices.Contains(ks.slots, s) {
+			ks.slots = append(ks.slots, s)
+		}
+	}
+	return ks
 }
 
 // obtain obtains the lock on ks, whose check gave bad: waiting for it as
@@ -278,7 +308,7 @@ func (c *Client) obtain(ctx context.Context, ks keyset, bad error, ttl time.Dura
 	if ev.TTL, err = c.checkTTL(ttl); err != nil {
 		return nil, err
 	}
-	l, ev.Rounds, err = c.lock(ctx, ks, ev.TTL, wait)
+	l, ev.Rounds, err = c.lock(ctx, ks.withSlots(), ev.TTL, wait)
 	return l, err
 }
 

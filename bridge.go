@@ -57,8 +57,8 @@ func (b bridge) States() []observe.NodeState {
 // in quarantine only once a lock is tried in it.
 func (b bridge) Probe(ctx context.Context) []observe.NodeState {
 	c := b.c
-	r, _ := c.inquire(ctx, "probe", "", c.opts.ReleaseTimeout, 1, wire.Probe(), everyOK)
-	c.heard(ctx, r, 0)
+	r, _ := c.inquire(ctx, "probe", "", c.opts.ReleaseTimeout, 1, wire.Probe(), nil, everyOK)
+	c.noteHealth(ctx, r, 0)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := range c.states {
@@ -81,7 +81,8 @@ func (b bridge) Probe(ctx context.Context) []observe.NodeState {
 func (b bridge) Inspect(ctx context.Context, key string) clientx.Round {
 	c := b.c
 	ctx, ev := c.hooks.begin(ctx, "inspect", key)
-	r, e := c.inquire(ctx, "inspect", key, c.opts.ReleaseTimeout, 2, wire.InspectRW(key), everyOK)
+	t := c.tally(nil, 0)
+	r, e := c.inquire(ctx, "inspect", key, c.opts.ReleaseTimeout, 2, wire.InspectRW(key), &t, everyOK)
 	out := clientx.Round{Start: r.start, Quorum: c.quorum, Results: r.results, Replies: r.decoded}
 	if !c.opts.DisableQuarantine {
 		out.Quarantine = max(c.quarantineFor(0), r.maxTTL())
@@ -114,8 +115,9 @@ func (c *Client) forceRelease(ctx context.Context, key, waitKey string) (*round,
 	if key == waitKey { // not a semaphore's slot: an RWLock's readers go too
 		call = wire.ForceRW(key, floor, 0, waitKey)
 	}
-	r, e := c.inquire(context.WithoutCancel(ctx), "force-release", key, c.opts.ReleaseTimeout, 2, call, nil)
-	c.heard(ctx, r, 0)
+	t := c.tally(nil, 0)
+	r, e := c.inquire(context.WithoutCancel(ctx), "force-release", key, c.opts.ReleaseTimeout, 2, call, &t, nil)
+	c.noteHealth(ctx, r, 0)
 	var err error
 	if e != nil {
 		err = e

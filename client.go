@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -139,9 +138,8 @@ type Client struct {
 	lanes  []*lane // for each node that is a driver.Batcher; nil for others
 	flying flight  // requests sent and not yet answered
 
-	learned  learning     // the TTLs seen, each while a lock with it may be held
-	born     time.Time    // when New made the client: the origin of heardAll
-	heardAll atomic.Int64 // 1 + nanoseconds from born to the start of the latest round every node answered; 0 if none
+	learned learning // the TTLs seen, each while a lock with it may be held
+	hearing hearing  // which nodes the client heard in each hash slot, and when
 
 	ids identities // which Redis server each node is (see identify)
 
@@ -197,7 +195,7 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		born:             time.Now(),
+		hearing:          hearing{born: time.Now(), n: len(nodes), slots: map[uint16][]int64{}},
 		nodes:            append([]Node(nil), nodes...),
 		quorum:           len(nodes)/2 + 1,
 		opts:             o,
@@ -206,11 +204,11 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		lanes:            make([]*lane, len(nodes)),
 		states:           make([]observe.NodeState, len(nodes)),
 		quarantineLogged: make([]time.Time, len(nodes)),
-		ids:              newIdentities(len(nodes)),
 		gates:            make(map[string]*gate),
 		handoffs:         make(map[string]time.Time),
 	}
 	c.flying.init()
+	c.ids.init(len(nodes))
 	for i, n := range nodes {
 		c.states[i].Node = n.Name()
 		if b, ok := n.(driver.Batcher); ok {

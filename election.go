@@ -92,9 +92,11 @@ func (c *Client) publishTerm(ctx context.Context, l *Lock) bool {
 	// The lock's later rounds follow this one on each node, as they
 	// follow each other (see Lock.last).
 	l.last = r
-	ok := r.collect(c.quorum, ballot{})
+	t := c.tally(nil, 0)
+	ok := r.collect(&t)
 	if !ok {
 		r.drain()
+		t.judge(r)
 	}
 	r.decide(ok)
 	c.hooks.round(ctx, "elect", l.ks.Name, 1, r)
@@ -136,7 +138,8 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 		return LeaderInfo{}, &OpError{Op: "leader", Key: e.key, Err: err}
 	}
 	c := e.c
-	r, fail := c.inquire(ctx, "leader", e.key, c.opts.ReleaseTimeout, 2, wire.Leader(e.key), nil)
+	t := c.tally(nil, 0)
+	r, fail := c.inquire(ctx, "leader", e.key, c.opts.ReleaseTimeout, 2, wire.Leader(e.key), &t, nil)
 	if fail != nil {
 		return LeaderInfo{}, fail
 	}

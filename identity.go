@@ -2,65 +2,103 @@ package redlock
 
 import (
 	"context"
-	"slices"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/mutant"
 	"github.com/quorumlock/redlock/internal/wire"
 )
 
-// This file holds the rule "one server, one vote": two of a client's
-// nodes that are the same Redis server (the same run_id: two databases of
-// one server, two names of one host, two entries for one cluster) must
-// never both count toward a quorum. New cannot tell, since it sends
-// nothing; the client learns each node's run_id once, with the probe
-// script, at the first round that meets the node.
+// This file is how a client learns which Redis server each of its nodes
+// is, for the rule "one server, one vote": two nodes that are the same
+// server (two databases of one server, two names of one host, two entries
+// for one cluster) must never both count toward a quorum, in any round of
+// any operation. New cannot tell, since it sends nothing; the client asks
+// each node with the probe script, which returns the server's run_id and
+// the age of its process. What the answers allow to count is decided in
+// vote.go, from the snapshot this file keeps (voters).
+//
+// A run_id names one process, not one server: a restart gives a new one.
+// So two nodes are known to be two servers only when their run_ids differ
+// at one moment: when the process that each probe saw was running at a
+// time when the other's was too (a server runs one process at a time).
+// Two probes on either side of a restart see two run_ids of one server,
+// and prove nothing; the node probed first is then probed again. And a
+// node whose server may have changed since its probe (a restart, or a
+// failover behind Sentinel that puts another server behind its name) is
+// probed again when the age its grants report says so, with no request of
+// its own on the way of a round.
+
+// identitySlack is how much later than the start of the process its probe
+// saw a slot's records may say the node started, for the same process:
+// the records take their start from the server's uptime in whole seconds.
+// A later start is a restart or a promotion.
+const identitySlack = 2 * time.Second
 
 // identities is what a client knows of which server each node is.
 type identities struct {
-	all   atomic.Bool   // every node's server is known: nothing more to do
 	first chan struct{} // closed once the first identification has ended
+	// voters is the snapshot that rounds read: which nodes' answers
+	// count. It is replaced, never changed, under mu.
+	voters atomic.Pointer[voters]
 
 	mu     sync.Mutex
-	tried  bool     // the first identification has begun
-	known  []bool   // whether the node has answered the probe
-	flying []bool   // a probe of the node is on its way
-	ids    []string // each known node's run_id; "" if it did not tell
-	err    error    // two nodes are one server: every acquisition fails with it
+	tried  bool // the first identification has begun
+	nodes  []identity
+	flying []bool // a probe of the node is on its way
+	err    error  // two nodes are one server: every acquisition fails with it
 }
 
-func newIdentities(n int) identities {
-	return identities{first: make(chan struct{}), known: make([]bool, n), flying: make([]bool, n), ids: make([]string, n)}
+// An identity is what the probe of one node said.
+type identity struct {
+	known bool
+	id    string // the run_id; "" for a server that has no INFO to tell it (the demo's in-process nodes)
+	// The process that answered ran as id at least from from to at, on
+	// the client's clock: from is no earlier than its start, as the node
+	// reported it, and at is when the probe was sent.
+	from, at time.Time
+	recheck  bool  // probe it again: a probe of another node may have seen this one's server
+	changed  bool  // its server may have changed since (a restart, a failover): it counts once probed again
+	refusal  error // the probe was refused for good (an ACL without INFO)
+}
+
+// voters is a snapshot of what the client knows of its nodes' servers:
+// for each node, whether its answers count, and why not.
+type voters struct {
+	all    bool        // every node counts, and nothing is to be probed
+	counts []bool      // whether node i's answers count
+	why    []error     // for a node that does not count: errUnidentified, or the probe's refusal
+	limit  []time.Time // the latest start a grant of node i may report for the process probed
+}
+
+// init makes ids the identities of n nodes that nothing is known of yet.
+func (ids *identities) init(n int) {
+	ids.first, ids.nodes, ids.flying = make(chan struct{}), make([]identity, n), make([]bool, n)
+	ids.voters.Store(ids.snapshot())
 }
 
 // identify returns an error wrapping ErrInvalid, naming both, if two of
-// the client's nodes are one server. Once every node has answered the
-// probe it costs an atomic load.
+// the client's nodes are one server. Once every node is known it costs an
+// atomic load.
 //
 // The first call probes every node, bounded by timeout, and every call
-// waits for it (see firstIdentification). Later calls send the probe, in the background, to the
-// nodes still unknown (those that did not answer, usually because they
-// are down), one probe per node at a time, and return at once: a node
-// that stays down does not slow every round. Until a node is known its
-// grants do not count (see unidentified). A server that does not tell
-// its run_id (INFO denied, or an error reply to the probe) cannot be
-// compared, and counts as distinct.
+// waits for it (see firstIdentification). Later calls send the probe, in
+// the background, to the nodes still to be probed (those that did not
+// answer, usually because they are down, and those whose server may have
+// changed), one probe per node at a time, and return at once: a node that
+// stays down does not slow every round. Until a node is known its answers
+// do not count (see voters).
 func (c *Client) identify(ctx context.Context, timeout time.Duration) error {
 	ids := &c.ids
-	if ids.all.Load() {
+	if ids.voters.Load().all {
 		return nil
 	}
 	ids.mu.Lock()
 	first := !ids.tried
 	ids.tried = true
-	var probe []int
-	for i := range c.nodes {
-		if !ids.known[i] && !ids.flying[i] && ids.err == nil {
-			ids.flying[i] = true
-			probe = append(probe, i)
-		}
-	}
+	probe := ids.toProbe()
 	ids.mu.Unlock()
 	if first {
 		// A first probe opens the connection (a dial, perhaps a TLS
@@ -68,15 +106,7 @@ func (c *Client) identify(ctx context.Context, timeout time.Duration) error {
 		c.firstIdentification(ctx, probe, max(timeout, time.Second))
 		close(ids.first)
 	} else {
-		for _, i := range probe {
-			c.flying.add(1) // Close waits for it
-			go func() {
-				defer c.flying.done()
-				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-				defer cancel()
-				c.probeID(pctx, i)
-			}()
-		}
+		c.probeLater(ctx, probe, timeout)
 		select {
 		case <-ids.first:
 		case <-ctx.Done():
@@ -88,13 +118,59 @@ func (c *Client) identify(ctx context.Context, timeout time.Duration) error {
 	return ids.err
 }
 
+// toProbe marks as flying, and returns, the nodes to probe now: those not
+// known, or stale, that no probe is on its way to. ids.mu must be held.
+func (ids *identities) toProbe() []int {
+	var probe []int
+	for i := range ids.nodes {
+		n := &ids.nodes[i]
+		if (!n.known || n.recheck || n.changed) && n.refusal == nil && !ids.flying[i] && ids.err == nil {
+			ids.flying[i] = true
+			probe = append(probe, i)
+		}
+	}
+	return probe
+}
+
+// probeLater probes the nodes of probe in the background, each bounded by
+// timeout; Close waits for them.
+func (c *Client) probeLater(ctx context.Context, probe []int, timeout time.Duration) {
+	for _, i := range probe {
+		c.flying.add(1)
+		go func() {
+			defer c.flying.done()
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(timeout, 100*time.Millisecond))
+			defer cancel()
+			c.probeID(pctx, i)
+		}()
+	}
+}
+
+// reidentify marks the nodes of stale as nodes whose server may have
+// changed since their probe, and probes them again in the background.
+// Their answers do not count until then.
+func (c *Client) reidentify(stale []int) {
+	if len(stale) == 0 || mutant.On("identity-once") {
+		return
+	}
+	ids := &c.ids
+	ids.mu.Lock()
+	for _, i := range stale {
+		ids.nodes[i].changed = true
+	}
+	probe := ids.toProbe()
+	ids.voters.Store(ids.snapshot())
+	ids.mu.Unlock()
+	c.probeLater(context.Background(), probe, c.opts.ReleaseTimeout)
+}
+
 // firstIdentification probes the nodes of probe at once and waits for
 // their answers, bounded by timeout; but once a quorum of nodes is known
 // it waits for the others only as long again as that took (at least
 // graceMin): a node that is slow or down does not hold up the first lock
 // by a node timeout, as it holds up no round. The probes left go on in
-// the background (Close waits for them); until a node is known its grants
-// do not count.
+// the background (Close waits for them); until a node is known its
+// answers do not count.
 func (c *Client) firstIdentification(ctx context.Context, probe []int, timeout time.Duration) {
 	const graceMin = 10 * time.Millisecond
 	start := time.Now()
@@ -126,71 +202,134 @@ func (c *Client) firstIdentification(ctx context.Context, probe []int, timeout t
 		case <-ctx.Done():
 			return
 		}
-		if grace == nil && c.ids.count() >= c.quorum {
+		if grace == nil && c.ids.voters.Load().count() >= c.quorum {
 			grace = time.After(max(time.Since(start), graceMin))
 		}
 	}
 }
 
-// count returns how many nodes are known.
-func (ids *identities) count() int {
-	ids.mu.Lock()
-	defer ids.mu.Unlock()
-	n := 0
-	for _, k := range ids.known {
-		if k {
-			n++
-		}
-	}
-	return n
-}
-
-// probeID asks node i for its server's run_id and records the answer.
+// probeID asks node i for its server's run_id and its process's age, and
+// records the answer. A failure that may pass (no answer, a broken
+// connection, BUSY, LOADING) records nothing: the node is asked again at
+// a later round. A refusal (the ACL denies INFO) is recorded, and the
+// node's answers are refusals from then on.
 func (c *Client) probeID(ctx context.Context, i int) {
 	call := wire.Probe()
+	sent := time.Now()
 	v, err := c.nodes[i].Eval(ctx, call.Script, call.Keys, call.Args)
+	got := time.Now()
+	var d wire.Reply
+	if err == nil {
+		if d = call.Decode(v); d.Status != wire.OK {
+			err = d.Err
+		}
+	}
 	ids := &c.ids
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
 	ids.flying[i] = false
-	if err != nil && !answered(err) {
-		return // not heard: asked again at the next round
+	n := &ids.nodes[i]
+	switch {
+	case err == nil:
+	case refused(err) && !mutant.On("identity-error-distinct"):
+		n.refusal = fmt.Errorf("the probe of the node's server identity was refused (%w); the identity needs INFO: add +info to the ACL user", err)
+		ids.voters.Store(ids.snapshot())
+		return
+	case mutant.On("identity-error-distinct") && answered(err):
+		// The hole put back: an error reply taken for a server of its own.
+		*n = identity{known: true, id: "", from: sent, at: sent}
+		ids.voters.Store(ids.snapshot())
+		return
+	default:
+		return
 	}
-	// A node that answered with an error, or with a reply the probe
-	// cannot have given, is a server that cannot tell its run_id: it is
-	// taken as one of its own, rather than never let vote.
-	id := ""
-	if err == nil {
-		if d := call.Decode(v); d.Status == wire.OK {
-			id = d.ServerID
+	// The node read its clock after sent and reports its age cut to the
+	// millisecond: its process started no later than from.
+	*n = identity{known: true, id: d.ServerID, from: got.Add(-d.Age + time.Millisecond), at: sent}
+	for j := range ids.nodes {
+		o := &ids.nodes[j]
+		if j == i || !o.known || o.id == "" || o.id != n.id || ids.err != nil {
+			continue
+		}
+		a, b := min(i, j), max(i, j)
+		ids.err = invalidf("nodes %q and %q are the same Redis server (run_id %s): one server would vote twice; give each server once", c.nodes[a].Name(), c.nodes[b].Name(), n.id)
+	}
+	if mutant.On("identity-once") {
+		// The hole put back: a node once known is never asked again.
+		for j := range ids.nodes {
+			ids.nodes[j].recheck, ids.nodes[j].changed = false, false
+		}
+	} else {
+		// A node that is not known to be apart from this one, and whose
+		// probe came first, is asked again: if both are one server, its
+		// next probe sees this one's process.
+		for j := range ids.nodes {
+			o := &ids.nodes[j]
+			if j == i || !o.known || apart(n, o) {
+				continue
+			}
+			if o.at.Before(n.at) {
+				o.recheck = true
+			} else {
+				n.recheck = true
+			}
 		}
 	}
-	ids.known[i], ids.ids[i] = true, id
-	for j, other := range ids.ids {
-		if j != i && id != "" && other == id && ids.err == nil {
-			a, b := min(i, j), max(i, j)
-			ids.err = invalidf("nodes %q and %q are the same Redis server (run_id %s): one server would vote twice; give each server once", c.nodes[a].Name(), c.nodes[b].Name(), id)
-		}
-	}
-	if ids.err == nil && !slices.Contains(ids.known, false) {
-		ids.all.Store(true)
+	ids.voters.Store(ids.snapshot())
+	if ids.err == nil && !ids.voters.Load().all {
+		c.probeLater(context.Background(), ids.toProbe(), c.opts.ReleaseTimeout)
 	}
 }
 
-// unidentified returns, for each node, whether the client does not know
-// its server yet; nil once it knows every node's. Such a node may be
-// another node's server, so its vote cannot count until the probe has
-// told (see round.void).
-func (c *Client) unidentified() []bool {
-	ids := &c.ids
-	if ids.all.Load() {
-		return nil
+// apart reports whether the probes of two nodes show two servers: their
+// run_ids differ while both processes ran, at some moment both probes
+// saw. A server without a run_id (one without INFO, as the demo's
+// in-process nodes) is taken as one of its own.
+func apart(a, b *identity) bool {
+	if a.id == "" || b.id == "" {
+		return true
 	}
-	ids.mu.Lock()
-	defer ids.mu.Unlock()
-	unknown := make([]bool, len(ids.known))
-	for i, k := range ids.known {
-		unknown[i] = !k
+	return a.id != b.id && !a.from.After(b.at) && !b.from.After(a.at)
+}
+
+// snapshot returns what the nodes known so far allow to count: every
+// known node that is known to be apart from each node before it that
+// counts. Of two nodes that may be one server, one counts. ids.mu must be
+// held.
+func (ids *identities) snapshot() *voters {
+	n := len(ids.nodes)
+	v := &voters{all: ids.err == nil, counts: make([]bool, n), why: make([]error, n), limit: make([]time.Time, n)}
+	for i := range ids.nodes {
+		a := &ids.nodes[i]
+		v.limit[i] = a.from.Add(identitySlack)
+		switch {
+		case a.refusal != nil:
+			v.why[i] = a.refusal
+		case !a.known || a.changed:
+			v.why[i] = errUnidentified
+		default:
+			v.counts[i] = true
+			for j := range i {
+				if v.counts[j] && !apart(a, &ids.nodes[j]) {
+					v.counts[i], v.why[i] = false, errUnidentified
+					break
+				}
+			}
+		}
+		if !v.counts[i] || a.recheck {
+			v.all = false
+		}
 	}
-	return unknown
+	return v
+}
+
+// count returns how many nodes count.
+func (v *voters) count() int {
+	n := 0
+	for _, ok := range v.counts {
+		if ok {
+			n++
+		}
+	}
+	return n
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/mutant"
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
 )
@@ -73,14 +74,16 @@ func (l *Lock) Key() string { return l.ks.Name }
 // or those of LockAll without repeats.
 func (l *Lock) Keys() []string { return l.ks.All() }
 
-// Token returns the random token that marks this acquisition on the
-// nodes: 32 characters of URL-safe base64, one shell word, which
-// Client.Adopt takes. It is the lock's secret: whoever knows it can
-// release the lock. Show ID instead; String, GoString and LogValue do.
+// Token returns what Client.Adopt takes to hand the lock over: the random
+// token that marks this acquisition on the nodes (32 characters of
+// URL-safe base64), a dot, and the lock's fence, which the adopter's
+// fence must exceed; one shell word. It is the lock's secret: whoever
+// knows it can release the lock. Show ID instead; String, GoString and
+// LogValue do.
 //
 // The nodes keep the owner's label (Options.Owner) beside the token, for
 // Inspect; it is not part of the token.
-func (l *Lock) Token() string { return wire.Token(l.token) }
+func (l *Lock) Token() string { return wire.Handover(wire.Token(l.token), l.fence) }
 
 // String returns the lock's key and ID, never its token: a Lock printed
 // with the fmt verbs %v, %+v and %s shows this.
@@ -257,6 +260,15 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		e.Err = ErrExpired
 		return e
 	}
+	// A node not known yet to be a server of its own (down at the lock's
+	// first round, say) is probed now, in the background; until then its
+	// answer does not count.
+	if !mutant.On("extend-no-identity") {
+		if err := l.c.identify(ctx, timeout); err != nil {
+			e.Err = err
+			return e
+		}
+	}
 	l.long = l.long || ttl > wire.LongGrant
 	r, extended := l.c.extendRound(ctx, l.last, l.ks.Extend(l.token, ttl), timeout)
 	l.last = r
@@ -275,12 +287,9 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		return nil
 	}
 	e.Nodes = r.results
-	switch {
-	case extended:
-		// A quorum extended the keys, but the lock had ended meanwhile.
-		e.Err = ErrExpired
-	case r.lostQuorum():
-		e.Err = ErrLockLost
+	e.Err = r.why(failure{op: "extend", late: extended, past: !time.Now().Before(until)})
+	switch e.Err {
+	case ErrLockLost:
 		l.mu.Lock()
 		first := l.lost == nil
 		l.endLocked(e)
@@ -288,12 +297,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		if first {
 			l.lostNow(ctx, e)
 		}
-	case !time.Now().Before(until):
-		e.Err = ErrExpired
-	case r.refusedQuorum():
-		e.Err = ErrRefused
-	default:
-		e.Err = ErrNoQuorum
+	case ErrNoQuorum:
 		e.ctxErr = ctx.Err()
 	}
 	return e
@@ -366,20 +370,10 @@ func (l *Lock) release(ctx context.Context) error {
 	if local := l.c.wakeLocal(l.ks.Name); !local && r.woke() && r.full() {
 		l.c.noteHandoff(l.ks.Name)
 	}
-	var reason error
-	switch {
-	case expired:
-		reason = ErrExpired
-	case r.lostQuorum():
-		reason = ErrLockLost
-	case r.ok:
+	if r.ok && !expired {
 		return nil
-	case r.refusedQuorum():
-		reason = ErrRefused
-	default:
-		reason = ErrNoQuorum
 	}
-	return &OpError{Op: "release", Key: l.ks.Name, Quorum: l.c.quorum, Rounds: 1, Nodes: r.results, Err: reason}
+	return r.opError("release", l.ks.Name, r.why(failure{op: "release", late: expired}))
 }
 
 // full reports whether a release left at most one slot free, the one it

@@ -16,7 +16,7 @@ import (
 
 // memoryRWArity holds the numbers of keys and arguments of each script.
 var memoryRWArity = map[string][2]int{
-	"rw_read": {4, 3}, "rw_write": {4, 5}, "rw_release": {3, 2}, "rw_drop": {1, 2}, "adopt": {3 + wire.MaxPermits, 2},
+	"rw_read": {4, 3}, "rw_write": {4, 5}, "rw_release": {3, 2}, "rw_drop": {1, 2}, "adopt": {3 + wire.MaxPermits, 3},
 }
 
 // evalRW runs the script name, one of those of memoryRWArity. n.mu must
@@ -87,8 +87,12 @@ func (n *memoryNode) evalRW(now time.Time, name string, keys, args []string) (an
 		return []any{status, int64(0)}, nil
 	}
 	// adopt: the lock key, or the readers; the Examples hold no permits.
-	// The token holds where a value starts with it and a space.
+	// The token holds where a value starts with it and a space. The
+	// counter is reported raised above the hold's fence, as adopt.lua
+	// raises it (the Examples print no fence).
+	held, _ := strconv.ParseInt(args[2], 10, 64)
 	c, _ := n.counter(now, keys[2])
+	c = max(c, held+1)
 	if held, ok := n.get(now, keys[0]); ok {
 		if strings.HasPrefix(held.s, token+" ") {
 			return []any{int64(1), int64(0), int64(0), held.expires.Sub(now).Milliseconds(), c, held.s}, nil

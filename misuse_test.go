@@ -216,7 +216,7 @@ func TestQuarantineLoggedOncePerQuarantine(t *testing.T) {
 	for _, a0 := range []any{held, held, old, held} {
 		r := syntheticRound(answer{0, a0}, answer{1, old}, answer{2, old})
 		r.drain()
-		c.heard(context.Background(), r, time.Second)
+		c.noteHealth(context.Background(), r, time.Second)
 	}
 	if len(h.msgs) != 1 {
 		t.Fatalf("%d records for one quarantine, want 1: %q", len(h.msgs), h.msgs)

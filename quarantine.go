@@ -13,98 +13,11 @@ import (
 	"github.com/quorumlock/redlock/observe"
 )
 
-// This file holds every quarantine rule of the client: how long a node
-// must have run to vote, what the client learns of the TTLs in use, and
-// how each round's answers update what it knows of its nodes' health.
-
-// youngHorizon is the age under which a node's grant is counted only after
-// the client has heard every node since the node started (see ballot).
-const youngHorizon = time.Hour
-
-// A ballot judges the answers of an acquisition round collected so far,
-// as the quarantine wants (see Client.ballot): it turns the grants that do
-// not count into Quarantined, and reports whether the round must wait for
-// more answers even with a quorum. The zero ballot, without quarantine,
-// judges nothing. It is a value rather than a closure over q and heardAll:
-// every acquisition round makes one, and a closure would be an allocation
-// each time.
-type ballot struct {
-	q        time.Duration // the quarantine; 0: none
-	heardAll time.Time     // when the client last heard every node, before the round
-}
-
-// ballot returns how an acquisition round under the quarantine q counts
-// its grants (see round.collect); the zero ballot when q is 0, without
-// quarantine.
-//
-// A grant counts only from a node whose process has run for at least q,
-// or for the largest TTL any node of the round reports if that is longer;
-// other grants become Quarantined. The bar comes from what the client has
-// heard, and a node that restarted knows nothing of the locks granted
-// before: only the other nodes do. So a quorum that leans on a young node
-// (one that started less than youngHorizon ago) is trusted at once only
-// if the client heard every node after that node started, which put every
-// TTL recorded before its restart into the bar; otherwise the round waits
-// for every answer or the deadline, since the node that knows of a long
-// lock may be the slowest. Call ballot before the round is sent: what the
-// client has heard is what it heard before the round.
-func (c *Client) ballot(q time.Duration) ballot {
-	return quarantineBallot(q, c.lastHeardAll())
-}
-
-// quarantineBallot is the ballot of a round under the quarantine q, of a
-// client that last heard every node in a round that started at heardAll.
-func quarantineBallot(q time.Duration, heardAll time.Time) ballot {
-	return ballot{q: q, heardAll: heardAll}
-}
-
-// judge applies the ballot to the answers of r collected so far, and
-// reports whether r must wait for more answers though a quorum agrees.
-func (b ballot) judge(r *round) (wait bool) {
-	if b.q == 0 {
-		return false
-	}
-	r.quarantine(max(b.q, r.maxTTL()))
-	return r.leansOnUnheard(max(youngHorizon, b.q), b.heardAll)
-}
-
-// leansOnUnheard reports whether a grant came from a node younger than
-// horizon that may have started after heardAll, when the client last
-// heard every node; zero if it never did.
-func (r *round) leansOnUnheard(horizon time.Duration, heardAll time.Time) bool {
-	for i, res := range r.results {
-		age := r.decoded[i].Age
-		if res.Outcome != observe.OutcomeOK || age >= horizon {
-			continue
-		}
-		// The node read its clock between the round's start and its
-		// answer, and reports its age cut to the millisecond: it started
-		// no later than this.
-		started := r.start.Add(res.Latency - age + time.Millisecond)
-		if heardAll.IsZero() || !heardAll.After(started) {
-			return true
-		}
-	}
-	return false
-}
-
-// quarantine turns the grants of nodes younger than q into Quarantined.
-func (r *round) quarantine(q time.Duration) {
-	for i := range r.results {
-		if res, age := &r.results[i], r.decoded[i].Age; res.Outcome == observe.OutcomeOK && age < q {
-			res.Outcome, res.TTL = observe.OutcomeQuarantined, q-age
-		}
-	}
-}
-
-// maxTTL returns the largest TTL that any node reported recording.
-func (r *round) maxTTL() time.Duration {
-	var m time.Duration
-	for _, d := range r.decoded {
-		m = max(m, d.MaxTTL)
-	}
-	return m
-}
+// This file holds the quarantine's bar (how long a node must have run to
+// vote), what the client learns of the TTLs in use, and how the answers
+// of a round update what it knows of its nodes' health. How the bar
+// judges a round's grants is in vote.go, with every other rule of the
+// count.
 
 // quarantineFor returns how long a node must have run to vote for a lock
 // with the given TTL; 0 when quarantine is disabled.
@@ -113,22 +26,6 @@ func (c *Client) quarantineFor(ttl time.Duration) time.Duration {
 		return 0
 	}
 	return max(c.opts.Quarantine, c.learned.max(time.Now()), ttl)
-}
-
-// heardAllAt records that every node answered a round that started at t,
-// with its age and the largest TTL it knows.
-func (c *Client) heardAllAt(t time.Time) {
-	raise(&c.heardAll, int64(t.Sub(c.born))+1) // 0 means never
-}
-
-// lastHeardAll returns the start of the latest round in which every node
-// answered, or the zero time if there has been none.
-func (c *Client) lastHeardAll() time.Time {
-	at := c.heardAll.Load()
-	if at == 0 {
-		return time.Time{}
-	}
-	return c.born.Add(time.Duration(at - 1))
 }
 
 // learn records a TTL that some client used on the nodes.
@@ -231,21 +128,11 @@ func raise(a *atomic.Int64, v int64) {
 	}
 }
 
-// heard records what an acquisition or probe round showed of the nodes:
-// the largest TTL any of them has seen, and each one's health, judged
-// against quarantine (0 for a probe: the learned one). A node whose answer
-// was not waited for keeps its previous state. The Observer is told of
-// every change.
-func (c *Client) heard(ctx context.Context, r *round, quarantine time.Duration) {
-	c.learn(r.maxTTL()) // covers the TTL of a grant: every acquire reply reports at least its own TTL
-	if all := r.pending == 0; all {
-		for _, d := range r.decoded {
-			all = all && d.Age >= 0
-		}
-		if all {
-			c.heardAllAt(r.start)
-		}
-	}
+// noteHealth records each node's health as the answers to r show it,
+// judged against quarantine (0: the learned one). A node whose answer was
+// not waited for keeps its previous state. The Observer is told of every
+// change.
+func (c *Client) noteHealth(ctx context.Context, r *round, quarantine time.Duration) {
 	if quarantine == 0 {
 		quarantine = c.quarantineFor(0)
 	}

@@ -269,7 +269,7 @@ func TestQuarantineFor(t *testing.T) {
 	}
 }
 
-func TestRoundQuarantine(t *testing.T) {
+func TestTallyQuarantine(t *testing.T) {
 	// Three grants from nodes aged 1s, 5s and 10s: with a 4s bar only the
 	// first is demoted; when a later answer raises the bar to 6s, the
 	// second is demoted too and keeps what it is owed.
@@ -277,11 +277,13 @@ func TestRoundQuarantine(t *testing.T) {
 	for i := range r.results {
 		r.results[i].Outcome = observe.OutcomeOK
 	}
-	r.quarantine(4 * time.Second)
+	tl := tally{quorum: 2, voters: &voters{all: true}, slots: []uint16{1}, q: 4 * time.Second, floor: true}
+	tl.judge(r)
 	if got := [3]observe.Outcome{r.results[0].Outcome, r.results[1].Outcome, r.results[2].Outcome}; got != [3]observe.Outcome{observe.OutcomeQuarantined, observe.OutcomeOK, observe.OutcomeOK} {
 		t.Fatalf("bar 4s: %v", got)
 	}
-	r.quarantine(6 * time.Second)
+	r.decoded[2].MaxTTL = 6 * time.Second
+	tl.judge(r)
 	if r.results[1].Outcome != observe.OutcomeQuarantined || r.results[1].TTL != time.Second || r.results[0].TTL != 3*time.Second || r.results[2].Outcome != observe.OutcomeOK {
 		t.Fatalf("bar 6s: %+v", r.results)
 	}
@@ -413,14 +415,14 @@ func TestCollectHearsEveryoneBeforeTrustingYoungNodes(t *testing.T) {
 	}
 	bar := 300 * time.Millisecond
 	r := syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(1000))
-	if r.collect(2, quarantineBallot(bar, time.Time{})) {
+	if r.collect(&tally{quorum: 2, voters: &voters{all: true}, slots: []uint16{1}, q: bar}) {
 		t.Fatal("a quorum of young nodes was trusted before the survivor's answer raised the bar to 1s")
 	}
 	if got := [3]observe.Outcome{r.results[0].Outcome, r.results[1].Outcome, r.results[2].Outcome}; got != [3]observe.Outcome{observe.OutcomeQuarantined, observe.OutcomeQuarantined, observe.OutcomeTaken} {
 		t.Fatalf("outcomes %v", got)
 	}
 	// When nobody knows of a longer lock, the same grants stand.
-	if r := syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(100)); !r.collect(2, quarantineBallot(bar, time.Time{})) {
+	if r := syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(100)); !r.collect(&tally{quorum: 2, voters: &voters{all: true}, slots: []uint16{1}, q: bar}) {
 		t.Fatal("grants from nodes older than every TTL known were refused")
 	}
 	// A client that heard every node after the young ones started has
@@ -428,18 +430,18 @@ func TestCollectHearsEveryoneBeforeTrustingYoungNodes(t *testing.T) {
 	// without waiting for the survivor.
 	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young})
 	r.start = time.Now()
-	if !r.collect(2, quarantineBallot(bar, time.Now().Add(-400*time.Millisecond))) || r.pending != 1 {
+	if !r.collect(&tally{quorum: 2, voters: &voters{all: true}, slots: []uint16{1}, q: bar, heard: time.Now().Add(-400 * time.Millisecond)}) || r.pending != 1 {
 		t.Fatalf("heard all after the restart: decided %v with %d answers pending", r.results, r.pending)
 	}
 	// One that last heard every node before they restarted does not.
 	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(1000))
 	r.start = time.Now()
-	if r.collect(2, quarantineBallot(bar, time.Now().Add(-600*time.Millisecond))) {
+	if r.collect(&tally{quorum: 2, voters: &voters{all: true}, slots: []uint16{1}, q: bar, heard: time.Now().Add(-600 * time.Millisecond)}) {
 		t.Fatal("a quorum of nodes restarted after the last full hearing was trusted before the survivor's answer")
 	}
 	// Without quarantine the round is decided on the first two answers.
 	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young})
-	if !r.collect(2, ballot{}) || r.pending != 1 {
+	if !r.collect(&tally{quorum: 2, voters: &voters{all: true}}) || r.pending != 1 {
 		t.Fatalf("without quarantine: decided %v with %d answers pending", r.results, r.pending)
 	}
 }

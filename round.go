@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -11,9 +10,8 @@ import (
 )
 
 // This file is what every round shares: the fan-out of one request to all
-// nodes at once, the counting of their answers, and the quorum rule. One
-// acquisition round, step by step, is in acquire.go; the quarantine's part
-// in the count is in quarantine.go.
+// nodes at once. One acquisition round, step by step, is in acquire.go;
+// the collection and the count of the answers, in vote.go.
 //
 // A round sends one request to all nodes at once, so that it takes as long
 // as the slowest node it needs rather than the sum of all of them. The
@@ -30,23 +28,6 @@ func validUntil(start time.Time, ttl, drift time.Duration) time.Time {
 	return start.Add(ttl - drift)
 }
 
-// cleanUp releases a failed acquisition round on every node: also on those
-// that said no or did not answer, because a request may have been applied
-// after its answer was lost. It first waits for the round's late answers,
-// so that no release overtakes its own acquisition, and it is not cut
-// short by the cancellation of ctx.
-func (c *Client) cleanUp(ctx context.Context, key string, acq *round) *round {
-	acq.drain()
-	r := c.releaseRound(ctx, nil, acq.call.Undo(acq.maxFence(), 0), true)
-	reached := r.count(observe.OutcomeOK) + r.count(observe.OutcomeAbsent) + r.count(observe.OutcomeTaken)
-	r.decide(reached == len(c.nodes))
-	if reached < len(c.nodes) {
-		c.log.Warn("redlock: clean-up of a failed acquisition did not reach every node; the keys left expire with their TTL",
-			"key", key, "nodes_failed", len(c.nodes)-reached, "results", r.results)
-	}
-	return r
-}
-
 // extendRound sets a new time to live on every node where key still holds
 // token, and reports whether a quorum did so. It never re-creates a key.
 // The round is cut off after timeout, which the caller keeps within the
@@ -56,10 +37,12 @@ func (c *Client) cleanUp(ctx context.Context, key string, acq *round) *round {
 // its first TTL on that node.
 func (c *Client) extendRound(ctx context.Context, prev *round, call wire.Call, timeout time.Duration) (*round, bool) {
 	r := c.send(ctx, timeout, 1, call, prev)
-	if r.collect(c.quorum, ballot{}) {
+	t := c.tally(nil, 0)
+	if r.collect(&t) {
 		return r, true
 	}
 	r.drain()
+	t.judge(r)
 	return r, false
 }
 
@@ -84,8 +67,10 @@ func (c *Client) releaseRound(ctx context.Context, prev *round, call wire.Call, 
 		ctx = context.WithoutCancel(ctx)
 	}
 	r := c.send(ctx, c.opts.ReleaseTimeout, 2, call, prev)
-	if all || !r.collect(c.quorum, ballot{}) {
+	t := c.tally(nil, 0)
+	if all || !r.collect(&t) {
 		r.drain()
+		t.judge(r)
 	}
 	return r
 }
@@ -192,264 +177,30 @@ func (r *round) deliver(q *request, v any, err error) {
 	r.flying.done()
 }
 
-// collect gathers answers until the round is decided: it returns true as
-// soon as quorum nodes agree (see agreed), and false as soon as a quorum
-// is out of reach or the round's deadline has passed.
-//
-// The ballot judges the answers first, as each comes in: under quarantine
-// it may turn grants into refusals, and ask to wait for more answers
-// though a quorum agrees (see Client.ballot). Rounds other than
-// acquisitions pass the zero ballot, which judges nothing.
-func (r *round) collect(quorum int, b ballot) bool {
-	for r.pending > 0 && r.next() {
-		wait := b.judge(r)
-		if r.agreed(quorum) && !wait {
-			return true
-		}
-		if best, _ := r.votes(); best+r.pending < quorum {
-			return false
-		}
-	}
-	b.judge(r)
-	return r.agreed(quorum)
-}
-
-// agreed is the quorum rule: it reports whether at least quorum nodes
-// granted, for one slot (see votes).
-func (r *round) agreed(quorum int) bool {
-	best, _ := r.votes()
-	return best >= quorum
-}
-
-// votes returns the most grants that one slot got so far, and that slot.
-// A lock has one slot, 0; a semaphore's nodes may grant different ones.
-func (r *round) votes() (best, slot int) {
-	for i, res := range r.results {
-		if res.Outcome != observe.OutcomeOK {
-			continue
-		}
-		s, n := r.decoded[i].Slot, 0
-		for j := range r.results {
-			if r.results[j].Outcome == observe.OutcomeOK && r.decoded[j].Slot == s {
-				n++
-			}
-		}
-		if n > best {
-			best, slot = n, s
-		}
-	}
-	return best, slot
-}
-
-// fenceOf returns the largest fence that the nodes granting slot gave.
-func (r *round) fenceOf(slot int) int64 {
-	var f int64
-	for i, res := range r.results {
-		if res.Outcome == observe.OutcomeOK && r.decoded[i].Slot == slot {
-			f = max(f, res.Fence)
-		}
-	}
-	return f
-}
-
-// covering returns the nodes, as a bitmask of the first 64, that granted
-// with a fence of at least fence.
-func (r *round) covering(fence int64) uint64 {
-	var m uint64
-	for i, res := range r.results[:min(len(r.results), 64)] {
-		if res.Outcome == observe.OutcomeOK && res.Fence >= fence {
-			m |= 1 << i
-		}
-	}
-	return m
-}
-
-// decide records the round's verdict, when it was reached, and for an
-// Observer the answers as they stood then.
-func (r *round) decide(ok bool) {
-	r.ok, r.took = ok, time.Since(r.start)
-	if r.observe {
-		r.verdict = append([]observe.NodeResult(nil), r.results...)
-	}
-}
-
-// drain waits until every request has returned or the round's deadline
-// has passed, and records the answers. Nodes that did not answer keep the
-// outcome NoAnswer.
-func (r *round) drain() {
-	for r.pending > 0 {
-		if !r.next() {
-			for i := range r.results {
-				if r.results[i].Outcome == observe.OutcomeNoAnswer && r.results[i].Err == nil {
-					r.results[i].Err = errNoAnswer
-				}
-			}
-			return
-		}
-	}
-}
-
-// next records the next answer. It returns false, having recorded every
-// answer already in, once the requests' context has ended: at the
-// deadline, when the caller's context ends, or after the last request
-// returned (its answer is in by then).
-func (r *round) next() bool {
-	select {
-	case i := <-r.answered:
-		r.record(&r.reqs[i])
-		return true
-	case <-r.expired:
-		for {
-			select {
-			case i := <-r.answered:
-				r.record(&r.reqs[i])
-			default:
-				return false
-			}
-		}
-	}
-}
-
-// record records the answer to q, which has returned.
-func (r *round) record(q *request) {
-	r.pending--
-	res := &r.results[q.node]
-	res.Latency = q.latency
-	if q.err != nil {
-		res.Outcome, res.Err = observe.OutcomeFailed, q.err
-		if refused(q.err) {
-			res.Outcome = observe.OutcomeRefused
-		}
-		return
-	}
-	d := r.call.Decode(q.val)
-	res.Outcome, res.TTL, res.Fence, res.Err = observe.Outcome(d.Status), d.TTL, d.Fence, d.Err
-	if q.retry && res.Outcome == observe.OutcomeAbsent {
-		// The failed try may have deleted the key itself.
-		res.Outcome = observe.OutcomeOK
-	}
-	if d.Status != wire.Failed {
-		r.decoded[q.node] = d
-	}
-}
-
-// void turns the grants of the nodes marked in which (nil: none) into
-// failures with err, and reports whether there were any.
-func (r *round) void(which []bool, err error) bool {
-	found := false
-	for i := range which {
-		if res := &r.results[i]; which[i] && res.Outcome == observe.OutcomeOK {
-			res.Outcome, res.Err = observe.OutcomeFailed, err
-			found = true
-		}
-	}
-	return found
-}
-
-// maxFence returns the largest fence that any node gave.
-func (r *round) maxFence() int64 {
-	var f int64
-	for _, d := range r.decoded {
-		f = max(f, d.Fence)
-	}
-	return f
-}
-
-// quorumTTL returns the time left on the quorum-th longest of ttls, the
-// TTLs of the nodes that hold something: when fewer than quorum of them
-// will hold it. It sorts ttls, of which there are at least quorum.
-func quorumTTL(ttls []time.Duration, quorum int) time.Duration {
-	slices.Sort(ttls)
-	return ttls[len(ttls)-quorum]
-}
-
-// holders tallies the holders that the nodes reported (Reply.Holder):
-// each holder's ID, with the nodes that answered OK and hold for it.
-func (r *round) holders() map[string][]int {
-	holding := map[string][]int{}
-	for i, res := range r.results {
-		if id := r.decoded[i].Holder; res.Outcome == observe.OutcomeOK && id != "" {
-			holding[id] = append(holding[id], i)
-		}
-	}
-	return holding
-}
-
-// count returns how many nodes had the outcome o.
-func (r *round) count(o observe.Outcome) int {
-	n := 0
-	for _, res := range r.results {
-		if res.Outcome == o {
-			n++
-		}
-	}
-	return n
-}
-
-// acquireFailure returns why an acquisition round that was not valid
-// failed: the nodes granted but too late (ErrExpired); enough answered
-// but too many hold another token (ErrTaken); too many refused
-// (ErrRefused); too few answered, or sat out their quarantine
-// (ErrNoQuorum).
-func (r *round) acquireFailure(granted bool) error {
-	switch {
-	case granted:
-		return ErrExpired
-	case r.count(observe.OutcomeOK)+r.count(observe.OutcomeTaken) >= r.c.quorum:
-		return ErrTaken
-	case r.refusedQuorum():
-		return ErrRefused
-	}
-	return ErrNoQuorum
-}
-
-// refusedQuorum reports whether so many nodes refused the round that no
-// quorum could have agreed: more than N − quorum.
-func (r *round) refusedQuorum() bool {
-	return r.count(observe.OutcomeRefused) > len(r.results)-r.c.quorum
-}
-
-// lostQuorum reports whether so many nodes no longer hold the lock's
-// token (taken over, or absent) that no quorum holds it.
-func (r *round) lostQuorum() bool {
-	return r.count(observe.OutcomeTaken)+r.count(observe.OutcomeAbsent) > len(r.results)-r.c.quorum
-}
-
 // inquire makes a round of call that waits for every node's answer, at
 // most timeout, for an operation op on key that reads or forces rather
-// than acquires: Leader, Adopt, Inspect, Probe, ForceRelease. ok decides
-// the round from its answers (nil: a quorum answered OK), and the
-// Observer is told of it. It returns the round and, when fewer than a
-// quorum of nodes answered (OK, Taken or Absent), an *OpError wrapping
-// ErrRefused if so many refused that no quorum could have answered, and
-// ErrNoQuorum otherwise.
-func (c *Client) inquire(ctx context.Context, op, key string, timeout time.Duration, tries int, call wire.Call, ok func(*round) bool) (*round, *OpError) {
+// than acquires: Leader, Adopt, Inspect, Probe, ForceRelease. The answers
+// are judged as every round's are, by the nodes' identities (see tally),
+// but for a probe (t nil), which reports on every node. ok decides the
+// round from its answers (nil: a quorum answered OK), and the Observer is
+// told of it. It returns the round and, when fewer than a quorum of nodes
+// answered (OK, Taken or Absent), an *OpError wrapping ErrRefused if so
+// many refused that no quorum could have answered, and ErrNoQuorum
+// otherwise.
+func (c *Client) inquire(ctx context.Context, op, key string, timeout time.Duration, tries int, call wire.Call, t *tally, ok func(*round) bool) (*round, *OpError) {
 	r := c.send(ctx, timeout, tries, call, nil)
 	r.drain()
-	answered := r.count(observe.OutcomeOK) + r.count(observe.OutcomeTaken) + r.count(observe.OutcomeAbsent)
+	if t != nil {
+		t.judge(r)
+	}
 	if ok == nil {
 		r.decide(r.count(observe.OutcomeOK) >= c.quorum)
 	} else {
 		r.decide(ok(r))
 	}
 	c.hooks.round(ctx, op, key, 1, r)
-	if answered >= c.quorum {
+	if r.replied() >= c.quorum {
 		return r, nil
 	}
-	return r, r.opError(op, key, r.shortOfQuorum())
-}
-
-// shortOfQuorum returns why too few nodes answered a round: ErrRefused
-// when so many refused that no quorum could have agreed, else ErrNoQuorum.
-func (r *round) shortOfQuorum() error {
-	if r.refusedQuorum() {
-		return ErrRefused
-	}
-	return ErrNoQuorum
-}
-
-// opError returns the *OpError of op on key, decided by this one round,
-// wrapping err.
-func (r *round) opError(op, key string, err error) *OpError {
-	return &OpError{Op: op, Key: key, Quorum: r.c.quorum, Rounds: 1, Nodes: r.results, Err: err}
+	return r, r.opError(op, key, r.why(failure{op: op}))
 }

@@ -330,7 +330,7 @@ func scriptSteps(key string) []step {
 		rwStep("rw_extend", key, "tok1", done),
 		rwStep("rw_release", key, "tok1", done),
 		rwStep("rw_write", key, "tok2 owner", granted),
-		{script: "adopt", keys: wire.Adopt(key+":rw", "tok2").Keys, args: wire.Adopt(key+":rw", "tok2").Args, want: granted},
+		{script: "adopt", keys: wire.Adopt(key+":rw", "tok2", 1).Keys, args: wire.Adopt(key+":rw", "tok2", 1).Args, want: granted},
 		releaseStep(key+":rw", "tok2 owner", done),
 	}
 }

@@ -173,6 +173,37 @@ func ValidToken(token string) bool {
 	return true
 }
 
+// MaxFence bounds the fences a hand-over may carry: fence + 1 must be a
+// whole number that a Lua number (a double) holds exactly.
+const MaxFence = 1<<53 - 2
+
+// Handover returns what a hold's holder hands over for Adopt: its token, a
+// dot and its fence in decimal. The dot is not in URL-safe base64, so the
+// whole is one shell word.
+func Handover(token string, fence int64) string {
+	return token + "." + strconv.FormatInt(fence, 10)
+}
+
+// ParseHandover takes a Handover apart. It reports false for anything
+// else: a token that is not ValidToken, or a fence that is not a decimal
+// in [1, MaxFence] written without sign or leading zeros.
+func ParseHandover(h string) (token string, fence int64, ok bool) {
+	token, digits, found := strings.Cut(h, ".")
+	if !found || !ValidToken(token) || digits == "" || digits[0] == '0' || len(digits) > 16 {
+		return "", 0, false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return "", 0, false
+		}
+	}
+	fence, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || fence > MaxFence {
+		return "", 0, false
+	}
+	return token, fence, true
+}
+
 // TokenID returns the ID of the token in a lock key's value, which is the
 // token, a space and the owner's label: the first 12 hex digits of the
 // token's SHA-1, as holder in lua/holder.lua computes it. It names an

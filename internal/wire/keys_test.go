@@ -134,3 +134,20 @@ func TestCompanionsShareSlotOnServer(t *testing.T) {
 		}
 	}
 }
+
+func TestHandover(t *testing.T) {
+	tok := strings.Repeat("a", TokenLen)
+	h := Handover(tok, 1765000000000001)
+	if got, f, ok := ParseHandover(h); !ok || got != tok || f != 1765000000000001 {
+		t.Fatalf("ParseHandover(%q) = %q %d %v", h, got, f, ok)
+	}
+	for _, bad := range []string{tok, tok + ".", tok + ".0", tok + ".01", tok + ".-1", tok + ".+1", tok + ".1x", tok + ".9007199254740992",
+		tok[1:] + ".5", tok + "..5", "." + tok, tok + ".5.5", tok + ". 5"} {
+		if _, _, ok := ParseHandover(bad); ok {
+			t.Errorf("ParseHandover(%q) accepted", bad)
+		}
+	}
+	if _, f, ok := ParseHandover(tok + ".9007199254740990"); !ok || f != MaxFence {
+		t.Errorf("MaxFence refused: %d %v", f, ok)
+	}
+}

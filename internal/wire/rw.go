@@ -130,17 +130,19 @@ func decodeRWView(readers, intents any) (*RWView, bool) {
 // Adopt returns the call that reads, writing only a fence, whether token (a
 // Token, without the owner label) holds on key on a node: as the key's
 // holder (a lock or a writer), as a live reader of the key, or as the
-// permit of one of the MaxPermits slots a semaphore on key may have. Its
-// reply: OK with Kind (Exclusive, Reader or Permit with the Slot), TTL the
-// time the hold has left, Fence the hold's counter and Owner the owner
-// label beside the token; Taken with TTL when another token holds; Absent
-// when nothing holds.
-func Adopt(key, token string) Call {
+// permit of one of the MaxPermits slots a semaphore on key may have.
+// Where it holds, the slot's counter is raised to at least fence + 1, the
+// fence of the hold's holder being fence. Its reply: OK with Kind
+// (Exclusive, Reader or Permit with the Slot), TTL the time the hold has
+// left, Fence the slot's counter and Owner the owner label beside the
+// token; Taken with TTL when another token holds; Absent when nothing
+// holds.
+func Adopt(key, token string, fence int64) Call {
 	keys := make([]string, 3, 3+MaxPermits)
 	keys[0], keys[1], keys[2] = key, ReadersKey(key), MarkerKey(key)
 	s := Set{Name: key, Permits: MaxPermits}
 	keys = append(keys, s.slots()...)
-	return Call{Script: adoptScript, Keys: keys, Args: []string{token, strconv.Itoa(MaxPermits)}, Decode: decodeAdopt}
+	return Call{Script: adoptScript, Keys: keys, Args: []string{token, strconv.Itoa(MaxPermits), strconv.FormatInt(fence, 10)}, Decode: decodeAdopt}
 }
 
 // decodeAdopt decodes the reply of the adopt script: {status, kind, slot,

@@ -46,7 +46,7 @@ func TestSetRW(t *testing.T) {
 	if d := w.DropIntent(); d.Script != rwDropScript || d.Keys[0] != IntentKey("k") || d.Args[0] != "id" {
 		t.Errorf("DropIntent: %s %q %q", d.Script.Name(), d.Keys, d.Args)
 	}
-	if a := Adopt("k", "tok"); len(a.Keys) != 3+MaxPermits || a.Keys[3] != PermitKey("k", 0) || a.Keys[2] != MarkerKey("k") {
+	if a := Adopt("k", "tok", 7); len(a.Keys) != 3+MaxPermits || a.Keys[3] != PermitKey("k", 0) || a.Keys[2] != MarkerKey("k") || a.Args[2] != "7" {
 		t.Errorf("Adopt's keys: %d, %q", len(a.Keys), a.Keys[:5])
 	}
 }

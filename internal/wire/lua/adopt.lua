@@ -1,6 +1,7 @@
 -- adopt.lua: what one node holds for a token on a key, for a process
 -- that takes over the token's hold; where the token holds, the slot's
--- fence counter is drawn as a grant draws it, and nothing else changes.
+-- fence counter is raised above the hold's fence, and nothing else
+-- changes.
 --
 -- KEYS[1]          the lock key (a lock's, or an RW lock's writer)
 -- KEYS[2]          the RW lock's readers (see rw_read.lua)
@@ -9,6 +10,8 @@
 -- KEYS[4..3+n]     the slots of a semaphore on the key (slot 0 first)
 -- ARGV[1]          the token (without the owner label)
 -- ARGV[2]          n
+-- ARGV[3]          the fence of the hold, as its holder's Lock.Fence
+--                  gave it (the hand-over carries it)
 --
 -- A value is the token, a space and the owner's label: the token holds
 -- where a value starts with it and a space.
@@ -17,32 +20,33 @@
 --   { 1, kind, slot, left, fence, value}  the token holds here: kind 0 as
 --        the key's holder (a lock, or a writer), 1 as a live reader, 2 as
 --        the permit of slot; left is the time it has left, in ms; fence
---        max(counter + 1, node clock in µs), which becomes the slot's
---        counter; value the value that holds
+--        the slot's counter, raised to at least the hold's fence + 1, the
+--        adopter's fence; value the value that holds
 --   {-1, 0, 0, left, 0}  the token does not hold, but another token does:
 --        the key, a live reader or some slot; left is the time the key's
 --        holder, the latest reader, or the first held slot has left
 --   { 0, 0, 0, 0, 0}     nothing holds
-local tok, n = ARGV[1] .. ' ', tonumber(ARGV[2])
+local tok, n, held = ARGV[1] .. ' ', tonumber(ARGV[2]), tonumber(ARGV[3])
 local function ours(v)
 	return v and string.sub(v, 1, #tok) == tok
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
--- counter draws the adopter's fence where the token holds: max(counter
--- + 1, clock), written as the slot's counter. The adopted hold's fence
--- must not fall below the one its first holder got, and the node that
--- gave that fence may not answer the adoption: a drawn fence is above it
--- when that node answers, and otherwise follows the clocks, as every
--- fence does (see node.lua). Raising a counter only makes later fences
--- larger. On a node out of memory (noeviction) the write is refused, and
--- the counter is returned as read.
+-- counter raises the slot's counter, where the token holds, to the
+-- adopter's fence, the hold's + 1: the next owner of the key, whose grant
+-- draws above the counter of a node of this quorum, gets a greater one.
+-- The hold's fence comes with the hand-over, not from the nodes: the node
+-- that gave it may not answer, and the others' counters may be below it.
+-- On a node out of memory (noeviction) the write is refused, and the
+-- counter is returned as read.
 local function counter()
 	local c = tonumber(redis.call('HGET', KEYS[3], 'fence')) or 0
-	local f = math.max(c + 1, now)
-	local r = redis.pcall('HSET', KEYS[3], 'fence', string.format('%d', f))
-	if type(r) == 'table' and r.err then
-		return c
+	local f = math.max(c, held + 1)
+	if f > c then
+		local r = redis.pcall('HSET', KEYS[3], 'fence', string.format('%d', f))
+		if type(r) == 'table' and r.err then
+			return c
+		end
 	end
 	return f
 end
