@@ -87,6 +87,7 @@ func (b bridge) Inspect(ctx context.Context, key string) clientx.Round {
 	if !c.opts.DisableQuarantine {
 		out.Quarantine = max(c.quarantineFor(0), r.maxTTL())
 	}
+	out.Verdict = r.holdings(out.Quarantine)
 	if e != nil {
 		out.Err = e
 	}

@@ -118,7 +118,13 @@ type Options struct {
 	// ID, "host:pid", cut to 64 bytes.
 	Owner string
 
-	// Logger receives the client's logs. Default: none.
+	// Logger receives the client's logs: at Warn level, once each, a node
+	// that stops answering, answers again, or refuses for good (with the
+	// cause and the fix); at Info level, a node's quarantine, once per
+	// quarantine, so that a program whose first lock waits on fresh
+	// servers learns why; at Debug level, the detail of rounds. Default:
+	// slog.Default() as it is when New is called. For no logs, pass
+	// slog.New(slog.DiscardHandler).
 	Logger *slog.Logger
 
 	// Observer is told of every operation, round, lost lock and change of
@@ -242,7 +248,7 @@ func (o *Options) fill() error {
 		o.MaxTTL = defaultMaxTTL
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.Default()
 	}
 	return nil
 }

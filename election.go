@@ -143,10 +143,7 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 	if fail != nil {
 		return LeaderInfo{}, fail
 	}
-	for id, nodes := range r.holders() {
-		if len(nodes) < c.quorum {
-			continue
-		}
+	if id, nodes := r.held(); id != "" {
 		info := LeaderInfo{ID: id}
 		ttls := make([]time.Duration, 0, len(nodes))
 		for _, i := range nodes {
@@ -155,11 +152,10 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 			info.Term = max(info.Term, d.Fence)
 			ttls = append(ttls, d.TTL)
 		}
-		if info.Term == 0 {
-			break
+		if info.Term != 0 {
+			info.Ends = r.ends(ttls)
+			return info, nil
 		}
-		info.Ends = r.start.Add(quorumTTL(ttls, c.quorum))
-		return info, nil
 	}
 	return LeaderInfo{}, r.opError("leader", e.key, ErrNoLeader)
 }

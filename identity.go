@@ -22,14 +22,18 @@ import (
 //
 // A run_id names one process, not one server: a restart gives a new one.
 // So two nodes are known to be two servers only when their run_ids differ
-// at one moment: when the process that each probe saw was running at a
-// time when the other's was too (a server runs one process at a time).
-// Two probes on either side of a restart see two run_ids of one server,
-// and prove nothing; the node probed first is then probed again. And a
-// node whose server may have changed since its probe (a restart, or a
-// failover behind Sentinel that puts another server behind its name) is
-// probed again when the age its grants report says so, with no request of
-// its own on the way of a round.
+// at one moment. Two probes of one node that see the same run_id show
+// that process running for the whole time between them (a run_id never
+// comes back); a probe of another node made within that time, seeing
+// another run_id, saw another server. Two probes on either side of a
+// restart see two run_ids of one server, and prove nothing: until a node
+// is proven apart from another, one of the two counts, and the one probed
+// longer ago is probed again. The first identification probes every node
+// in waves, each sent once the last has returned, until every pair is
+// proven apart. And a node whose server may have changed since its probe
+// (a restart, or a failover behind Sentinel that puts another server
+// behind its name) is probed again when the age its grants report says
+// so, with no request of its own on the way of a round.
 
 // identitySlack is how much later than the start of the process its probe
 // saw a slot's records may say the node started, for the same process:
@@ -55,13 +59,27 @@ type identities struct {
 type identity struct {
 	known bool
 	id    string // the run_id; "" for a server that has no INFO to tell it (the demo's in-process nodes)
-	// The process that answered ran as id at least from from to at, on
-	// the client's clock: from is no earlier than its start, as the node
-	// reported it, and at is when the probe was sent.
-	from, at time.Time
-	recheck  bool  // probe it again: a probe of another node may have seen this one's server
-	changed  bool  // its server may have changed since (a restart, a failover): it counts once probed again
-	refusal  error // the probe was refused for good (an ACL without INFO)
+	// first and last are the first and the latest probe that saw id, each
+	// from its sending to its answer, on the client's clock: the process
+	// id ran from first.got to last.sent, if that is not empty.
+	first, last window
+	// from is no earlier than the start of the process, as its first
+	// probe reported it: no slot's records say it started later than
+	// from + identitySlack.
+	from    time.Time
+	recheck bool  // probe it again: a probe of another node may have seen this one's server
+	changed bool  // its server may have changed since (a restart, a failover): it counts once probed again
+	refusal error // the probe was refused for good (an ACL without INFO)
+}
+
+// A window is the time of one probe: from its sending to its answer. The
+// node read its state somewhere within it.
+type window struct{ sent, got time.Time }
+
+// within reports whether the probe w was made while a process known to
+// run from from to to ran.
+func (w window) within(from, to time.Time) bool {
+	return !w.sent.Before(from) && !w.got.After(to)
 }
 
 // voters is a snapshot of what the client knows of its nodes' servers:
@@ -164,48 +182,73 @@ func (c *Client) reidentify(stale []int) {
 	c.probeLater(context.Background(), probe, c.opts.ReleaseTimeout)
 }
 
-// firstIdentification probes the nodes of probe at once and waits for
-// their answers, bounded by timeout; but once a quorum of nodes is known
-// it waits for the others only as long again as that took (at least
-// graceMin): a node that is slow or down does not hold up the first lock
-// by a node timeout, as it holds up no round. The probes left go on in
-// the background (Close waits for them); until a node is known its
-// answers do not count.
+// firstIdentification probes the nodes of probe at once, and then again
+// in waves, each sent once the one before has returned, the nodes whose
+// server is not yet proven apart from the others' (see apart): two or
+// three waves in all. It is bounded by timeout; and once a quorum of
+// nodes is known, a wave waits for the others only as long again as that
+// took (at least graceMin): a node that is slow or down does not hold up
+// the first lock by a node timeout, as it holds up no round. The probes
+// left go on in the background (Close waits for them); until a node is
+// known its answers do not count.
 func (c *Client) firstIdentification(ctx context.Context, probe []int, timeout time.Duration) {
+	const maxWaves = 4
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	for wave := 1; len(probe) > 0; wave++ {
+		if !c.probeWave(ctx, pctx, probe) || wave == maxWaves {
+			return
+		}
+		c.ids.mu.Lock()
+		probe = c.ids.toProbe()
+		c.ids.mu.Unlock()
+	}
+}
+
+// probeWave probes the nodes of probe at once, bounded by pctx, and waits
+// for them as firstIdentification says. It reports whether every probe
+// returned; those that did not go on in the background.
+func (c *Client) probeWave(ctx, pctx context.Context, probe []int) bool {
 	const graceMin = 10 * time.Millisecond
 	start := time.Now()
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	answered := make(chan struct{}, len(probe))
-	var left sync.WaitGroup
-	left.Add(len(probe))
 	for _, i := range probe {
 		c.flying.add(1) // Close waits for it
 		go func() {
 			defer c.flying.done()
-			defer left.Done()
 			c.probeID(pctx, i)
 			answered <- struct{}{}
 		}()
 	}
-	go func() {
-		left.Wait()
-		cancel()
-	}()
 	var grace <-chan time.Time
 	for range probe {
 		select {
 		case <-answered:
 		case <-pctx.Done():
-			return
+			return false
 		case <-grace:
-			return
+			return false
 		case <-ctx.Done():
-			return
+			return false
 		}
-		if grace == nil && c.ids.voters.Load().count() >= c.quorum {
+		if grace == nil && c.ids.knownCount() >= c.quorum {
 			grace = time.After(max(time.Since(start), graceMin))
 		}
 	}
+	return true
+}
+
+// knownCount returns how many nodes have answered a probe.
+func (ids *identities) knownCount() int {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	n := 0
+	for _, id := range ids.nodes {
+		if id.known {
+			n++
+		}
+	}
+	return n
 }
 
 // probeID asks node i for its server's run_id and its process's age, and
@@ -237,15 +280,20 @@ func (c *Client) probeID(ctx context.Context, i int) {
 		return
 	case mutant.On("identity-error-distinct") && answered(err):
 		// The hole put back: an error reply taken for a server of its own.
-		*n = identity{known: true, id: "", from: sent, at: sent}
+		*n = identity{known: true, first: window{sent, got}, last: window{sent, got}, from: got}
 		ids.voters.Store(ids.snapshot())
 		return
 	default:
 		return
 	}
-	// The node read its clock after sent and reports its age cut to the
-	// millisecond: its process started no later than from.
-	*n = identity{known: true, id: d.ServerID, from: got.Add(-d.Age + time.Millisecond), at: sent}
+	w := window{sent, got}
+	if n.known && !n.changed && n.id == d.ServerID && d.ServerID != "" {
+		n.last, n.recheck = w, false // the same process, since n.first
+	} else {
+		// The node read its clock before got and reports its age cut to
+		// the millisecond: its process started no later than from.
+		*n = identity{known: true, id: d.ServerID, first: w, last: w, from: got.Add(-d.Age + time.Millisecond)}
+	}
 	for j := range ids.nodes {
 		o := &ids.nodes[j]
 		if j == i || !o.known || o.id == "" || o.id != n.id || ids.err != nil {
@@ -268,7 +316,7 @@ func (c *Client) probeID(ctx context.Context, i int) {
 			if j == i || !o.known || apart(n, o) {
 				continue
 			}
-			if o.at.Before(n.at) {
+			if o.last.sent.Before(n.last.sent) {
 				o.recheck = true
 			} else {
 				n.recheck = true
@@ -276,20 +324,23 @@ func (c *Client) probeID(ctx context.Context, i int) {
 		}
 	}
 	ids.voters.Store(ids.snapshot())
-	if ids.err == nil && !ids.voters.Load().all {
-		c.probeLater(context.Background(), ids.toProbe(), c.opts.ReleaseTimeout)
-	}
 }
 
 // apart reports whether the probes of two nodes show two servers: their
-// run_ids differ while both processes ran, at some moment both probes
-// saw. A server without a run_id (one without INFO, as the demo's
-// in-process nodes) is taken as one of its own.
+// run_ids differ, and one node's process was seen running over a time
+// within which the other node was probed. A server without a run_id (one
+// without INFO, as the demo's in-process nodes) is taken as one of its
+// own.
 func apart(a, b *identity) bool {
 	if a.id == "" || b.id == "" {
 		return true
 	}
-	return a.id != b.id && !a.from.After(b.at) && !b.from.After(a.at)
+	return a.id != b.id && (saw(a, b) || saw(b, a))
+}
+
+// saw reports whether a probe of b was made while a's process ran.
+func saw(a, b *identity) bool {
+	return b.first.within(a.first.got, a.last.sent) || b.last.within(a.first.got, a.last.sent)
 }
 
 // snapshot returns what the nodes known so far allow to count: every
@@ -321,15 +372,4 @@ func (ids *identities) snapshot() *voters {
 		}
 	}
 	return v
-}
-
-// count returns how many nodes count.
-func (v *voters) count() int {
-	n := 0
-	for _, ok := range v.counts {
-		if ok {
-			n++
-		}
-	}
-	return n
 }

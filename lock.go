@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,11 +61,33 @@ type Lock struct {
 	cancel   context.CancelCauseFunc // ends ctx
 	timer    *time.Timer             // ends ctx at the deadline
 	watchdog *watchdog               // started by AutoExtend
+	failed   *OpError                // the last extension that failed, if the latest did
 }
 
-// errDeadline is the cause of a lock context that ended at the validity
-// deadline.
-var errDeadline = fmt.Errorf("%w: its validity ended without an extension", ErrLockLost)
+// isLapse reports whether err is the end of a lock at its deadline.
+func isLapse(err error) bool {
+	_, ok := err.(*lapse)
+	return ok
+}
+
+// A lapse is the cause of a lock context that ended at the validity
+// deadline, without an extension: it wraps ErrLockLost and, when one
+// failed, the last extension's *OpError, which says what each node did.
+type lapse struct{ last *OpError }
+
+func (e *lapse) Error() string {
+	if e.last == nil {
+		return "redlock: lock lost: its validity ended without an extension"
+	}
+	return "redlock: lock lost: its validity ended without an extension; the last one tried: " + strings.TrimPrefix(e.last.Error(), "redlock: ")
+}
+
+func (e *lapse) Unwrap() []error {
+	if e.last == nil {
+		return []error{ErrLockLost}
+	}
+	return []error{ErrLockLost, e.last}
+}
 
 // Key returns the lock's key. For a lock on several keys (LockAll) it
 // returns them, sorted, joined by commas.
@@ -187,9 +210,10 @@ func (l *Lock) deadline() {
 		l.mu.Unlock()
 		return
 	}
-	l.endLocked(errDeadline)
+	cause := &lapse{last: l.failed}
+	l.endLocked(cause)
 	l.mu.Unlock()
-	l.lostNow(context.Background(), errDeadline)
+	l.lostNow(context.Background(), cause)
 }
 
 // lostNow tells the Observer that the lock was lost.
@@ -251,7 +275,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	switch {
 	case released:
 		return ErrReleased
-	case lost != nil && lost != errDeadline: // seen lost by an earlier Extend
+	case lost != nil && !isLapse(lost): // seen lost by an earlier Extend
 		e.Err = ErrLockLost
 		return e
 	}
@@ -284,9 +308,17 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	r.decide(ok)
 	l.c.hooks.round(ctx, "extend", l.ks.Name, 1, r)
 	if ok {
+		l.mu.Lock()
+		l.failed = nil
+		l.mu.Unlock()
 		return nil
 	}
 	e.Nodes = r.results
+	defer func() {
+		l.mu.Lock()
+		l.failed = e
+		l.mu.Unlock()
+	}()
 	e.Err = r.why(failure{op: "extend", late: extended, past: !time.Now().Before(until)})
 	switch e.Err {
 	case ErrLockLost:

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
@@ -118,16 +117,6 @@ func answered(err error) bool {
 	return errors.As(err, &reply)
 }
 
-// raise sets a to v if v is larger.
-func raise(a *atomic.Int64, v int64) {
-	for {
-		old := a.Load()
-		if v <= old || a.CompareAndSwap(old, v) {
-			return
-		}
-	}
-}
-
 // noteHealth records each node's health as the answers to r show it,
 // judged against quarantine (0: the learned one). A node whose answer was
 // not waited for keeps its previous state. The Observer is told of every
@@ -144,6 +133,7 @@ func (c *Client) noteHealth(ctx context.Context, r *round, quarantine time.Durat
 		c.mu.Unlock()
 		for _, e := range changed {
 			c.hooks.event(ctx, e)
+			c.logHealth(ctx, e)
 		}
 		for _, st := range held {
 			c.logQuarantine(ctx, st, now)
@@ -155,6 +145,8 @@ func (c *Client) noteHealth(ctx context.Context, r *round, quarantine time.Durat
 		switch {
 		case res.Outcome == observe.OutcomeNoAnswer && res.Err == nil:
 			continue
+		case errors.Is(res.Err, errUnidentified) || errors.Is(res.Err, errChanged):
+			continue // it answered; whether it counts is not its health
 		case res.Outcome == observe.OutcomeRefused:
 			st.Health, st.Err, st.Until = observe.NodeRefusing, res.Err, time.Time{}
 		case res.Outcome == observe.OutcomeFailed && answered(res.Err):
@@ -179,6 +171,23 @@ func (c *Client) noteHealth(ctx context.Context, r *round, quarantine time.Durat
 			c.quarantineLogged[i] = st.Until
 			held = append(held, *st)
 		}
+	}
+}
+
+// logHealth tells the log, at Warn level, of a node that stopped
+// answering, answers again, or refuses for good, with why: once per
+// change, not once per round.
+func (c *Client) logHealth(ctx context.Context, e observe.NodeEvent) {
+	switch {
+	case e.State.Health == observe.NodeUnreachable:
+		c.log.LogAttrs(ctx, slog.LevelWarn, "redlock: node stopped answering; rounds go on without it while a quorum answers",
+			slog.String("node", e.State.Node), slog.Any("err", e.State.Err))
+	case e.State.Health == observe.NodeRefusing:
+		c.log.LogAttrs(ctx, slog.LevelWarn, "redlock: node refuses every request, and will until it is fixed; rounds go on without it while a quorum answers",
+			slog.String("node", e.State.Node), slog.Any("err", e.State.Err))
+	case e.Previous == observe.NodeUnreachable || e.Previous == observe.NodeRefusing:
+		c.log.LogAttrs(ctx, slog.LevelWarn, "redlock: node answers again",
+			slog.String("node", e.State.Node), slog.String("state", e.State.Health.String()))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/clientx"
 	"github.com/quorumlock/redlock/internal/mutant"
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
@@ -141,14 +142,6 @@ func (r *round) collect(t *tally) bool {
 	return r.agreed(t.quorum)
 }
 
-// settle collects the answers of r, judged by t, until it is decided, and
-// records the verdict.
-func (r *round) settle(t *tally) bool {
-	ok := r.collect(t)
-	r.decide(ok)
-	return ok
-}
-
 // agreed is the quorum rule: it reports whether at least quorum nodes
 // granted, for one slot (see votes).
 func (r *round) agreed(quorum int) bool {
@@ -209,6 +202,70 @@ func (r *round) holders() map[string][]int {
 		}
 	}
 	return holding
+}
+
+// held returns the holder that a quorum of the nodes of a read round hold
+// a key for, with those nodes; "" when none does.
+func (r *round) held() (id string, nodes []int) {
+	for id, nodes := range r.holders() {
+		if len(nodes) >= r.c.quorum {
+			return id, nodes
+		}
+	}
+	return "", nil
+}
+
+// ends returns when fewer than a quorum of nodes will hold what each of
+// ttls is held for on one node: the quorum-th longest, from the round's
+// start. It sorts ttls.
+func (r *round) ends(ttls []time.Duration) time.Time {
+	return r.start.Add(quorumTTL(ttls, r.c.quorum))
+}
+
+// holdings returns what a quorum of the nodes that count hold for the key
+// that the inspect round r read, and, under the quarantine q (0: none),
+// how long each node still sits out for the key's slot.
+func (r *round) holdings(q time.Duration) clientx.Verdict {
+	var v clientx.Verdict
+	if id, nodes := r.held(); id != "" {
+		ttls := make([]time.Duration, len(nodes))
+		for k, i := range nodes {
+			ttls[k] = r.decoded[i].TTL
+			v.Owner = r.decoded[i].Owner
+		}
+		v.Holder, v.HeldOn, v.Ends = id, len(nodes), r.ends(ttls)
+	}
+	readers := map[string][]time.Duration{}
+	var order []string
+	owners := map[string]string{}
+	for i, res := range r.results {
+		if res.Outcome != observe.OutcomeOK || r.decoded[i].RW == nil {
+			continue
+		}
+		for _, rv := range r.decoded[i].RW.Readers {
+			if _, seen := readers[rv.ID]; !seen {
+				order = append(order, rv.ID)
+			}
+			readers[rv.ID] = append(readers[rv.ID], rv.TTL)
+			owners[rv.ID] = rv.Owner
+		}
+	}
+	for _, id := range order {
+		if ttls := readers[id]; len(ttls) >= r.c.quorum {
+			v.Readers = append(v.Readers, clientx.Reader{ID: id, Owner: owners[id], Ends: r.ends(ttls)})
+		}
+	}
+	slices.SortFunc(v.Readers, func(a, b clientx.Reader) int { return a.Ends.Compare(b.Ends) })
+	v.SitsOut = make([]time.Duration, len(r.results))
+	if q > 0 {
+		bar := max(q, r.maxTTL())
+		for i, d := range r.decoded {
+			if r.results[i].Outcome == observe.OutcomeOK && d.Age >= 0 && d.Age < bar {
+				v.SitsOut[i] = bar - d.Age
+			}
+		}
+	}
+	return v
 }
 
 // quorumTTL returns the time left on the quorum-th longest of ttls, the

@@ -2,9 +2,7 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -93,6 +91,9 @@ type Inspection struct {
 	Holder string
 	Owner  string
 	Ends   time.Time
+	// HeldOn is on how many nodes the holder holds the key; set when
+	// State is KeyHeld.
+	HeldOn int
 	// Readers are the readers of a read-write lock on the key that hold
 	// on a quorum of nodes, the one ending first first; set when State is
 	// KeyShared. WaitingWriters is the most intents of waiting writers
@@ -135,6 +136,9 @@ type KeyView struct {
 	// -1 if it has none. MaxTTL is the largest TTL those records hold.
 	Age    time.Duration
 	MaxTTL time.Duration
+	// SitsOut is how much longer the node sits out its quarantine for
+	// the key's slot, as the client judges it: 0 when it votes.
+	SitsOut time.Duration
 	// The live readers of a read-write lock on the key, and the number of
 	// live intents of waiting writers (see redlock.RWLock).
 	Readers []ReaderView
@@ -177,49 +181,41 @@ func (a *Client) Inspect(ctx context.Context, key string) (*Inspection, error) {
 	return inspect(a.c.Inspect(ctx, key), key), nil
 }
 
-// inspect returns the Inspection of key from the round r that read it.
+// inspect returns the Inspection of key from the round r that read it,
+// as the client's count decided it (r.Verdict).
 func inspect(r clientx.Round, key string) *Inspection {
 	ins := &Inspection{Key: key, Nodes: views(r), Quarantine: r.Quarantine}
-	holding := map[string][]time.Duration{}
-	for _, v := range ins.Nodes {
+	held := false
+	for i := range ins.Nodes {
+		v := &ins.Nodes[i]
+		if i < len(r.Verdict.SitsOut) {
+			v.SitsOut = r.Verdict.SitsOut[i]
+		}
 		if v.Err != nil {
 			continue
 		}
 		ins.Fence = max(ins.Fence, v.Fence)
-		if v.Held {
-			holding[v.Holder] = append(holding[v.Holder], v.TTL)
-		}
+		ins.WaitingWriters = max(ins.WaitingWriters, v.Intents)
+		held = held || v.Held || len(v.Readers) > 0
 	}
+	vd := r.Verdict
 	switch {
 	case r.Err != nil: // fewer than a quorum answered
 		ins.State, ins.Err = KeyUnknown, r.Err
-	case len(holding) == 0:
-		ins.State = KeyFree
-	default:
-		ins.State = KeySplit
-		for id, ttls := range holding {
-			if len(ttls) < r.Quorum {
-				continue
-			}
-			ins.State, ins.Holder = KeyHeld, id
-			// The lock stands while a quorum holds it: until the
-			// quorum-th longest of its nodes' TTLs runs out.
-			slices.Sort(ttls)
-			ins.Ends = r.Start.Add(ttls[len(ttls)-r.Quorum])
-			for _, v := range ins.Nodes {
-				if v.Holder == id {
-					ins.Owner = v.Owner
-					break
-				}
-			}
+	case vd.Holder != "":
+		ins.State, ins.Holder, ins.Owner, ins.Ends, ins.HeldOn = KeyHeld, vd.Holder, vd.Owner, vd.Ends, vd.HeldOn
+	case len(vd.Readers) > 0:
+		ins.State = KeyShared
+		for _, rd := range vd.Readers {
+			ins.Readers = append(ins.Readers, ReaderHold(rd))
 		}
+	case held:
+		ins.State = KeySplit
+	default:
+		ins.State = KeyFree
 	}
-	inspectReaders(ins, r.Start, r.Quorum)
 	return ins
 }
-
-// errNoAnswer is the error of a node that did not answer within a round.
-var errNoAnswer = errors.New("no answer within the node timeout")
 
 // views returns each node's KeyView from an inspect or force round.
 func views(r clientx.Round) []KeyView {
@@ -228,10 +224,7 @@ func views(r clientx.Round) []KeyView {
 		v := &out[i]
 		v.Node, v.Outcome = res.Node, res.Outcome
 		if res.Outcome != observe.OutcomeOK {
-			v.Err = res.Err
-			if v.Err == nil {
-				v.Err = errNoAnswer
-			}
+			v.Err = res.Err // the client's count gives every node that did not answer an error
 			continue
 		}
 		d := r.Replies[i]
@@ -245,42 +238,6 @@ func views(r clientx.Round) []KeyView {
 		}
 	}
 	return out
-}
-
-// inspectReaders adds to ins what its nodes hold of a read-write lock: the
-// readers that hold on a quorum, which make a key that no writer holds
-// KeyShared (readers on fewer nodes make it KeySplit), and the most
-// waiting writers' intents on a node. start is the start of the round.
-func inspectReaders(ins *Inspection, start time.Time, quorum int) {
-	ttls := map[string][]time.Duration{}
-	owners := map[string]string{}
-	var order []string
-	for _, v := range ins.Nodes {
-		ins.WaitingWriters = max(ins.WaitingWriters, v.Intents)
-		for _, rv := range v.Readers {
-			if _, seen := ttls[rv.ID]; !seen {
-				order = append(order, rv.ID)
-			}
-			ttls[rv.ID] = append(ttls[rv.ID], rv.TTL)
-			owners[rv.ID] = rv.Owner
-		}
-	}
-	if ins.State != KeyFree || len(order) == 0 {
-		return
-	}
-	for _, id := range order {
-		t := ttls[id]
-		if len(t) < quorum {
-			continue
-		}
-		slices.Sort(t)
-		ins.Readers = append(ins.Readers, ReaderHold{ID: id, Owner: owners[id], Ends: start.Add(t[len(t)-quorum])})
-	}
-	ins.State = KeySplit
-	if len(ins.Readers) > 0 {
-		ins.State = KeyShared
-		slices.SortFunc(ins.Readers, func(a, b ReaderHold) int { return a.Ends.Compare(b.Ends) })
-	}
 }
 
 // ForceRelease deletes the lock on key from every node, whatever token

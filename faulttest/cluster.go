@@ -1166,9 +1166,9 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 	var until time.Time
 	switch {
 	case hl.L != nil:
-		token, holder, fence, until = hl.L.Token(), hl.L.ID(), hl.L.Fence(), hl.L.Until()
+		token, holder, fence, until = wire.HandoverToken(hl.L.Token()), hl.L.ID(), hl.L.Fence(), hl.L.Until()
 	case hl.P != nil:
-		token, holder, fence, until = hl.P.Token(), hl.P.ID(), hl.P.Fence(), hl.P.Until()
+		token, holder, fence, until = wire.HandoverToken(hl.P.Token()), hl.P.ID(), hl.P.Fence(), hl.P.Until()
 	default:
 		// A Leadership does not show its token: it is that of the call's
 		// last round, which won (rounds run in turn).

@@ -58,7 +58,7 @@ func (hl *Held) HandOver() string {
 	h := hl.cl.c.H
 	h.mu.Lock()
 	hl.Op.Handover = h.Now()
-	token := hl.Op.Token
+	token := wire.Handover(hl.Op.Token, hl.Op.Fence)
 	h.mu.Unlock()
 	hl.cl.mu.Lock()
 	if hl.cl.holding[hl.name] == hl {
@@ -95,7 +95,7 @@ func (cl *Client) Adopt(ctx context.Context, from *Held, token string) (*Held, e
 	}
 	hl := &Held{L: l, Op: op, cl: cl, name: from.name}
 	h.mu.Lock()
-	op.OK, op.Token, op.Holder, op.Fence = true, l.Token(), l.ID(), l.Fence()
+	op.OK, op.Token, op.Holder, op.Fence = true, wire.HandoverToken(l.Token()), l.ID(), l.Fence()
 	// The validity is measured from before the adopt round, which began
 	// after the call did.
 	op.RoundStart = op.Start

@@ -203,7 +203,7 @@ func failover(r *run, quarantine bool, ttlA time.Duration, promote func()) {
 	// (A contender without quarantine may have its own grant there by
 	// now.)
 	for i := range 2 {
-		if v, _ := r.c.Server(i).Do("GET", key); v != nil && wire.Token(v.(string)) == ha.L.Token() {
+		if v, _ := r.c.Server(i).Do("GET", key); v != nil && wire.Token(v.(string)) == wire.HandoverToken(ha.L.Token()) {
 			r.Fatalf("the promoted replica of node %d holds a's lock: its replication stream was not cut", i)
 		}
 	}

@@ -91,6 +91,7 @@ func TestClient[N Node](t *testing.T, dial func(url string) (N, error)) {
 	t.Run("FailoverQuarantine", s.testFailoverQuarantine)
 	t.Run("ClusterMasterRestartEmpty", s.testClusterRestartEmpty)
 	t.Run("Misuse", s.testMisuse)
+	t.Run("Holes", s.testHoles)
 }
 
 // A suite runs the cases of TestClient through one adapter.
@@ -176,9 +177,18 @@ func tokenOf(v string) string {
 	return v
 }
 
-// countValue returns on how many servers key holds want.
+// nodeToken returns the token that a hold's Lock.Token hands over, as the
+// nodes keep it: without the dot and the fence.
+func nodeToken(handover string) string {
+	tok, _, _ := strings.Cut(handover, ".")
+	return tok
+}
+
+// countValue returns on how many servers key holds want (a value, or a
+// Lock.Token).
 func (c *cluster) countValue(t *testing.T, key, want string) int {
 	t.Helper()
+	want = nodeToken(want)
 	n := 0
 	for _, v := range c.values(t, key) {
 		if v == want {
@@ -194,6 +204,7 @@ func (c *cluster) countValue(t *testing.T, key, want string) int {
 // behind the client's back wait for them first.
 func (c *cluster) settle(t *testing.T, key, token string) {
 	t.Helper()
+	token = nodeToken(token)
 	running := 0
 	for _, srv := range c.servers {
 		if srv.Running() {

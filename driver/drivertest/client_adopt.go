@@ -56,19 +56,19 @@ func (s *suite) testAdoptKind(t *testing.T, kind string) {
 	if err != nil {
 		t.Fatalf("Adopt: %v", err)
 	}
-	if a.Token() != h.Token() || a.ID() != h.ID() || a.Key() != key {
+	if nodeToken(a.Token()) != nodeToken(h.Token()) || a.ID() != h.ID() || a.Key() != key {
 		t.Errorf("adopted %q %q, want the holder's token on %q", a.Key(), a.ID(), key)
 	}
-	// The fence is the largest counter among the nodes that hold: the
-	// holder's, or that of a node that granted after the holder's quorum.
-	var most int64
-	for _, srv := range cl.servers {
-		v, _ := srv.MustDo(t, "HGET", marker, wire.MarkerFence).(string)
-		n, _ := strconv.ParseInt(v, 10, 64)
-		most = max(most, n)
+	// The fence is the holder's + 1, carried by the token, and every
+	// holding node's counter is at least that: the next owner's is above.
+	if a.Fence() != h.Fence()+1 {
+		t.Errorf("adopted fence %d; the holder's is %d", a.Fence(), h.Fence())
 	}
-	if a.Fence() < h.Fence() || a.Fence() != most {
-		t.Errorf("adopted fence %d; the holder's is %d, the largest counter %d", a.Fence(), h.Fence(), most)
+	for i, srv := range cl.servers {
+		v, _ := srv.MustDo(t, "HGET", marker, wire.MarkerFence).(string)
+		if n, _ := strconv.ParseInt(v, 10, 64); n < a.Fence() {
+			t.Errorf("node %d's counter %d is below the adopted fence %d", i, n, a.Fence())
+		}
 	}
 	if !a.Valid() || a.Until().After(time.Now().Add(ttl)) {
 		t.Errorf("adopted validity until %v (valid %v), beyond a TTL from now", a.Until(), a.Valid())
@@ -99,7 +99,7 @@ func (s *suite) testAdoptWrongToken(t *testing.T) {
 	c := s.client(t, cl.urls(), nil)
 	ctx, key := ctxT(t), keyFor(t)
 	// Nothing holds: the lock is gone.
-	_, err := c.Adopt(ctx, key, strings.Repeat("n", 32))
+	_, err := c.Adopt(ctx, key, strings.Repeat("n", 32)+".1")
 	if oe := mustOpError(t, err, redlock.ErrLockLost); oe.Rounds != 1 || len(oe.Nodes) != 3 {
 		t.Errorf("Adopt of a free key: %d rounds, %d nodes", oe.Rounds, len(oe.Nodes))
 	}
@@ -122,7 +122,7 @@ func (s *suite) testAdoptWrongToken(t *testing.T) {
 		return out
 	}
 	before := dump()
-	for _, tok := range []string{strings.Repeat("x", 32), h.Token()[1:] + "x"} {
+	for _, tok := range []string{strings.Repeat("x", 32) + ".1", nodeToken(h.Token())[1:] + "x." + strconv.FormatInt(h.Fence(), 10)} {
 		start := time.Now()
 		_, err := c.Adopt(ctx, key, tok)
 		oe := mustOpError(t, err, redlock.ErrTaken)

@@ -611,7 +611,7 @@ func (s *suite) testCloseWaits(t *testing.T) {
 		}
 		took := time.Since(start)
 		got := cl.values(t, key)[2]
-		if got == l.Token() {
+		if got == nodeToken(l.Token()) {
 			break
 		}
 		if try == 3 {

@@ -90,9 +90,9 @@ func (s *suite) testFailoverQuarantine(t *testing.T) {
 		if got := r.MustDo(t, "GET", key); got != nil {
 			whose := "an unknown token"
 			switch s, _ := got.(string); tokenOf(s) {
-			case la.Token():
+			case nodeToken(la.Token()):
 				whose = "A's token: its link was not cut"
-			case l.Token():
+			case nodeToken(l.Token()):
 				whose = "the token of the lock that wrote the markers, released before the link was cut"
 			}
 			t.Fatalf("promoted replica %d holds the key (%#v), %s", i, got, whose)

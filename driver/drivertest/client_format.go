@@ -91,8 +91,9 @@ func (s *suite) testTokenOneWord(t *testing.T) {
 	ctx, key := ctxT(t), keyFor(t)
 	l := lockOnAll(t, ctx, c, key, 10*time.Second, cl.servers)
 	tok := l.Token()
-	if len(tok) != clientx.Limits.TokenLen || strings.ContainsAny(tok, " \t\n'\"$\\*?") || strings.Contains(tok, "worker") {
-		t.Fatalf("Token() = %q: want %d characters, one shell word, no owner label", tok, clientx.Limits.TokenLen)
+	if raw := nodeToken(tok); len(raw) != clientx.Limits.TokenLen || tok != raw+"."+strconv.FormatInt(l.Fence(), 10) ||
+		strings.ContainsAny(tok, " \t\n'\"$\\*?") || strings.Contains(tok, "worker") {
+		t.Fatalf("Token() = %q: want %d characters, a dot and the fence %d, one shell word, no owner label", tok, clientx.Limits.TokenLen, l.Fence())
 	}
 	ins, err := admin.New(c).Inspect(ctx, key)
 	if err != nil {
@@ -108,7 +109,7 @@ func (s *suite) testTokenOneWord(t *testing.T) {
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("held", "lock", l)
 	//lint:ignore S1025 each verb of fmt is what is checked, %s as well
 	for _, text := range []string{fmt.Sprintf("%v", l), fmt.Sprintf("%+v", l), fmt.Sprintf("%#v", l), fmt.Sprintf("%s", l), logged.String()} {
-		if strings.Contains(text, tok) || !strings.Contains(text, key) || !strings.Contains(text, l.ID()) {
+		if strings.Contains(text, nodeToken(tok)) || !strings.Contains(text, key) || !strings.Contains(text, l.ID()) {
 			t.Errorf("a printed or logged Lock shows %q: want its key and ID, never the token", text)
 		}
 	}
@@ -119,16 +120,17 @@ func (s *suite) testTokenOneWord(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Adopt(Token()): %v", err)
 	}
-	if a.Token() != tok || a.ID() != l.ID() {
-		t.Errorf("adopted lock: token %q ID %s, want %q %s", a.Token(), a.ID(), tok, l.ID())
+	if nodeToken(a.Token()) != nodeToken(tok) || a.ID() != l.ID() || a.Fence() != l.Fence()+1 {
+		t.Errorf("adopted lock: token %q ID %s, want %q %s with the fence %d", a.Token(), a.ID(), tok, l.ID(), l.Fence()+1)
 	}
 	if err := a.Extend(ctx, 10*time.Second); err != nil {
 		t.Errorf("Extend of the adopted lock: %v", err)
 	}
-	if got := cl.values(t, key); got[0] != tok {
+	if got := cl.values(t, key); got[0] != nodeToken(tok) {
 		t.Errorf("after the adopted lock's extension the key holds %q", got)
 	}
-	for _, bad := range []string{tok + " batch worker 7", tok[:31], tok + "x", strings.Repeat("é", 16), tok[:31] + " ", tok[:31] + "="} {
+	raw := nodeToken(tok)
+	for _, bad := range []string{tok + " batch worker 7", raw, raw + ".", raw + ".0", raw + ".-1", raw[:31] + tok[32:], tok + "x", strings.Repeat("é", 16), raw[:31] + " ", raw[:31] + "=", raw + ".99999999999999999999"} {
 		start := time.Now()
 		_, err := c.Adopt(ctx, key, bad)
 		if !errors.Is(err, redlock.ErrInvalid) {

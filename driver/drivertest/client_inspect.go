@@ -69,7 +69,7 @@ func (s *suite) testInspectStates(t *testing.T) {
 	if ins.State != admin.KeyHeld || ins.Holder != l.ID() || ins.Owner != "inspector-test" || ins.Fence < l.Fence() {
 		t.Fatalf("a held key: %+v, want held by %s (inspector-test) with fence >= %d", ins, l.ID(), l.Fence())
 	}
-	if strings.Contains(ins.Holder, l.Token()) || strings.Contains(ins.Owner, l.Token()) {
+	if strings.Contains(ins.Holder, nodeToken(l.Token())) || strings.Contains(ins.Owner, nodeToken(l.Token())) {
 		t.Fatalf("Inspect reveals the token")
 	}
 	if end := ins.Ends; end.Before(time.Now()) || end.After(time.Now().Add(10*time.Second)) {

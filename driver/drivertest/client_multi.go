@@ -260,7 +260,7 @@ func (s *suite) testLockAllCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range tagged {
-		if v, _ := master.MustDo(t, "GET", key).(string); tokenOf(v) != l.Token() {
+		if v, _ := master.MustDo(t, "GET", key).(string); tokenOf(v) != nodeToken(l.Token()) {
 			t.Errorf("%s on the slot's master: %v, want the token", key, v)
 		}
 	}

@@ -159,7 +159,7 @@ func (s *suite) testRWCluster(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Lock(%q): %v", key, err)
 		}
-		if got, _ := master.MustDo(t, "GET", key).(string); tokenOf(got) != w.Token() {
+		if got, _ := master.MustDo(t, "GET", key).(string); tokenOf(got) != nodeToken(w.Token()) {
 			t.Fatalf("key %q holds %#v, want the writer's token", key, got)
 		}
 		if _, err := admin.New(c).ForceRelease(ctx, key); err != nil {
@@ -175,6 +175,7 @@ func (s *suite) testRWCluster(t *testing.T) {
 // clock) of token among the readers of key; 0 where it is not there.
 func (c *cluster) readerScores(t *testing.T, key, token string) []int64 {
 	t.Helper()
+	token = nodeToken(token)
 	out := make([]int64, len(c.servers))
 	for i, srv := range c.servers {
 		if !srv.Running() {
@@ -715,7 +716,7 @@ func (s *suite) testRWOperator(t *testing.T) {
 			t.Errorf("node %s: %+v", v.Node, v)
 		}
 	}
-	if text := fmt.Sprintf("%+v", ins); strings.Contains(text, r1.Token()[:32]) || strings.Contains(text, r2.Token()[:32]) {
+	if text := fmt.Sprintf("%+v", ins); strings.Contains(text, nodeToken(r1.Token())) || strings.Contains(text, nodeToken(r2.Token())) {
 		t.Errorf("Inspect shows a token: %s", text)
 	}
 	// A writer that waits shows as an intent; ForceRelease removes it too.

@@ -27,9 +27,40 @@ type Round struct {
 	// Options.DisableQuarantine. Set by Inspect.
 	Quarantine time.Duration
 
+	// The verdict of an Inspect round, as the Client's count decides it
+	// (the nodes that count, the quorum, the quarantine); read it rather
+	// than derive it again.
+	Verdict Verdict
+
 	// Err is a *redlock.OpError wrapping ErrRefused or ErrNoQuorum when
 	// too few nodes did what was asked for a quorum, and nil otherwise.
 	Err error
+}
+
+// A Verdict is what a quorum of the nodes that count hold for a key.
+type Verdict struct {
+	// Holder is the ID of the acquisition that a quorum holds the key
+	// for, Owner its owner's label, HeldOn on how many nodes, and Ends
+	// when fewer than a quorum will hold it (the quorum-th longest of
+	// their TTLs, from the round's start); "" and zero when none does.
+	Holder string
+	Owner  string
+	HeldOn int
+	Ends   time.Time
+	// Readers are the readers of a read-write lock that hold on a
+	// quorum, the one ending first first.
+	Readers []Reader
+	// SitsOut is, for each node, how much longer it sits out its
+	// quarantine for the key's slot: 0 when it votes, or when it gave no
+	// records.
+	SitsOut []time.Duration
+}
+
+// A Reader is a reader that holds on a quorum of nodes.
+type Reader struct {
+	ID    string
+	Owner string
+	Ends  time.Time
 }
 
 // Client is what a *redlock.Client offers this repository beyond its

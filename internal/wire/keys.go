@@ -184,6 +184,12 @@ func Handover(token string, fence int64) string {
 	return token + "." + strconv.FormatInt(fence, 10)
 }
 
+// HandoverToken returns the token of a Handover, as the nodes keep it.
+func HandoverToken(h string) string {
+	token, _, _ := strings.Cut(h, ".")
+	return token
+}
+
 // ParseHandover takes a Handover apart. It reports false for anything
 // else: a token that is not ValidToken, or a fence that is not a decimal
 // in [1, MaxFence] written without sign or leading zeros.
