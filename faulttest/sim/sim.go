@@ -309,8 +309,8 @@ func (w *world) chaos(ctx context.Context) {
 		si := r.IntN(len(w.servers))
 		s := w.servers[si]
 		s.mu.Lock()
-		k := r.IntN(13)
-		if s.wentBack && (k <= 2 || k == 5) {
+		k := r.IntN(14)
+		if s.wentBack && (k <= 2 || k == 5 || k >= 12) {
 			// A node whose clock went back keeps its marker (A4): no
 			// crash, restart or promotion may lose it.
 			k = 6
@@ -323,6 +323,23 @@ func (w *world) chaos(ctx context.Context) {
 			w.fault(history.FaultRestart, si, "", fmt.Sprintf("empty, after %v", down))
 			if r.IntN(2) == 0 {
 				s.loading = now.Add(down + time.Duration(r.Int64N(int64(200*time.Millisecond))))
+			}
+		case 12, 13: // a crash of a majority of the servers at once, each restarting empty
+			down := time.Duration(r.Int64N(int64(100 * time.Millisecond)))
+			n := len(w.servers)/2 + 1
+			for _, j := range r.Perm(len(w.servers))[:n] {
+				o := w.servers[j]
+				if o != s {
+					o.mu.Lock()
+				}
+				if !o.wentBack {
+					o.crash(now, down)
+					w.fault(history.FaultKill, j, "", "with a majority")
+					w.fault(history.FaultRestart, j, "", fmt.Sprintf("empty, after %v", down))
+				}
+				if o != s {
+					o.mu.Unlock()
+				}
 			}
 		case 2: // a restart from the last save
 			down := time.Duration(r.Int64N(int64(300 * time.Millisecond)))
@@ -385,7 +402,7 @@ func (w *world) chaos(ctx context.Context) {
 			d := time.Duration(r.Int64N(int64(300 * time.Millisecond)))
 			s.loading = now.Add(d)
 			w.fault("loading", si, "", fmt.Sprintf("for %v", d))
-		default: // a client's long GC pause
+		case 11: // a client's long GC pause
 			c := r.IntN(len(w.gc))
 			w.mu.Lock()
 			w.gc[c] = true

@@ -75,11 +75,16 @@ func TestSim(t *testing.T) {
 		n := max(*replays, 1)
 		hashes := map[string]int{}
 		var res *Result
+		failed := 0
 		for range n {
 			res = runSeed(t, *seedFlag)
 			hashes[res.Hash]++
+			if len(res.Violations) > 0 {
+				failed++
+			}
 		}
-		t.Logf("seed %d: %d ops, %d faults, %v virtual, %d violations; hashes over %d replays: %v", res.Seed, res.Ops, res.Faults, res.Took, len(res.Violations), n, hashes)
+		t.Logf("seed %d: %d ops, %d faults, %v virtual, %d violations; over %d replays, %d with violations, %d distinct hashes: %v",
+			res.Seed, res.Ops, res.Faults, res.Took, len(res.Violations), n, failed, len(hashes), hashes)
 		report(t, res, *mutantFlag != "" || *canaryFlag != "")
 		return
 	}
@@ -90,7 +95,8 @@ func TestSim(t *testing.T) {
 	hunting := *mutantFlag != "" || *canaryFlag != ""
 	d := budget()
 	t.Logf("searching seeds from %d for %v (replay one: %s)", base, d, replay(base))
-	deadline := time.Now().Add(d)
+	began := time.Now()
+	deadline := began.Add(d)
 	var (
 		next  atomic.Uint64
 		mu    sync.Mutex
@@ -136,7 +142,8 @@ func TestSim(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	t.Logf("%d histories, %d operations in %v: %.0f histories a minute", runs, ops, d, float64(runs)/d.Minutes())
+	took := time.Since(began)
+	t.Logf("%d histories, %d operations in %v: %.0f histories a minute", runs, ops, took.Round(time.Second), float64(runs)/took.Minutes())
 	if hunting {
 		if first == 0 {
 			t.Errorf("%s%s: no violation in %d seeds from %d", *mutantFlag, *canaryFlag, runs, base)

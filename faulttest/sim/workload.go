@@ -52,7 +52,7 @@ func (w *world) worker(ctx context.Context, i int) {
 		k.heir.Close()
 	}()
 	for ctx.Err() == nil && !w.done() {
-		if k.r.IntN(8) == 0 {
+		if k.r.IntN(4) == 0 {
 			// The process restarts: a fresh client, which has heard no
 			// node and learned no TTL yet.
 			k.c.Close()
@@ -91,7 +91,7 @@ func (k *worker) got(op *history.Op, l *redlock.Lock, err error) {
 // is due), then releases it and records op.
 func (k *worker) hold(ctx context.Context, op *history.Op, l *redlock.Lock, ttl time.Duration) {
 	h := k.w.h
-	auto := k.r.IntN(4) == 0
+	auto := k.r.IntN(3) == 0
 	if auto {
 		l.AutoExtend(0)
 	}
