@@ -48,7 +48,6 @@ type server struct {
 	down     time.Time                          // until then the process is not running: connections are refused
 	paused   time.Time                          // until then the process is stopped (SIGSTOP): requests wait
 	loading  time.Time                          // until then every command answers LOADING
-	busy     time.Time                          // until then every command answers BUSY
 	snapshot *image                             // the last save, for a restart from it
 	replica  *image                             // the lagging replica's copy, for a promotion
 	newID    func(prefix string) string
