@@ -83,8 +83,7 @@ func (c *Client) Adopt(ctx context.Context, key, token string) (l *Lock, err err
 	// One try: a node whose request failed is not asked again (a retried
 	// request that finds nothing counts as a release done, in record).
 	var reason error
-	t := c.tally(nil, 0)
-	r, e := c.inquire(ctx, "adopt", key, timeout, 1, wire.Adopt(key, tok, fence), &t, func(r *round) bool {
+	r, e := c.inquire(ctx, "adopt", key, timeout, 1, wire.Adopt(key, tok, fence), true, func(r *round) bool {
 		l, reason = c.adopted(r, key, tok, fence)
 		return l != nil
 	})

@@ -57,7 +57,7 @@ func (b bridge) States() []observe.NodeState {
 // in quarantine only once a lock is tried in it.
 func (b bridge) Probe(ctx context.Context) []observe.NodeState {
 	c := b.c
-	r, _ := c.inquire(ctx, "probe", "", c.opts.ReleaseTimeout, 1, wire.Probe(), nil, everyOK)
+	r, _ := c.inquire(ctx, "probe", "", c.opts.ReleaseTimeout, 1, wire.Probe(), false, everyOK)
 	c.noteHealth(ctx, r, 0)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -81,8 +81,7 @@ func (b bridge) Probe(ctx context.Context) []observe.NodeState {
 func (b bridge) Inspect(ctx context.Context, key string) clientx.Round {
 	c := b.c
 	ctx, ev := c.hooks.begin(ctx, "inspect", key)
-	t := c.tally(nil, 0)
-	r, e := c.inquire(ctx, "inspect", key, c.opts.ReleaseTimeout, 2, wire.InspectRW(key), &t, everyOK)
+	r, e := c.inquire(ctx, "inspect", key, c.opts.ReleaseTimeout, 2, wire.InspectRW(key), true, everyOK)
 	out := clientx.Round{Start: r.start, Quorum: c.quorum, Results: r.results, Replies: r.decoded}
 	if !c.opts.DisableQuarantine {
 		out.Quarantine = max(c.quarantineFor(0), r.maxTTL())
@@ -116,8 +115,7 @@ func (c *Client) forceRelease(ctx context.Context, key, waitKey string) (*round,
 	if key == waitKey { // not a semaphore's slot: an RWLock's readers go too
 		call = wire.ForceRW(key, floor, 0, waitKey)
 	}
-	t := c.tally(nil, 0)
-	r, e := c.inquire(context.WithoutCancel(ctx), "force-release", key, c.opts.ReleaseTimeout, 2, call, &t, nil)
+	r, e := c.inquire(context.WithoutCancel(ctx), "force-release", key, c.opts.ReleaseTimeout, 2, call, true, nil)
 	c.noteHealth(ctx, r, 0)
 	var err error
 	if e != nil {

@@ -138,8 +138,7 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 		return LeaderInfo{}, &OpError{Op: "leader", Key: e.key, Err: err}
 	}
 	c := e.c
-	t := c.tally(nil, 0)
-	r, fail := c.inquire(ctx, "leader", e.key, c.opts.ReleaseTimeout, 2, wire.Leader(e.key), &t, nil)
+	r, fail := c.inquire(ctx, "leader", e.key, c.opts.ReleaseTimeout, 2, wire.Leader(e.key), true, nil)
 	if fail != nil {
 		return LeaderInfo{}, fail
 	}

@@ -182,32 +182,43 @@ func (c *Client) reidentify(stale []int) {
 	c.probeLater(context.Background(), probe, c.opts.ReleaseTimeout)
 }
 
-// firstIdentification probes the nodes of probe at once, and then again
-// in waves, each sent once the one before has returned, the nodes whose
-// server is not yet proven apart from the others' (see apart): two or
-// three waves in all. It is bounded by timeout; and once a quorum of
-// nodes is known, a wave waits for the others only as long again as that
-// took (at least graceMin): a node that is slow or down does not hold up
-// the first lock by a node timeout, as it holds up no round. The probes
-// left go on in the background (Close waits for them); until a node is
-// known its answers do not count.
+// firstIdentification probes the nodes of probe at once, and then every
+// node twice more, in waves, each sent once the one before has returned:
+// the second wave's probe of a node falls within the time between the
+// first and third waves' probes of every other node, which proves two
+// servers apart (see apart). It is bounded by timeout; and once a quorum
+// of nodes is known, a wave waits for the others only as long again as
+// that took (at least graceMin): a node that is slow or down does not
+// hold up the first lock by a node timeout, as it holds up no round. The
+// probes left go on in the background (Close waits for them); until a
+// node is known its answers do not count.
 func (c *Client) firstIdentification(ctx context.Context, probe []int, timeout time.Duration) {
-	const maxWaves = 4
+	const waves = 3
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
+	ids := &c.ids
 	for wave := 1; len(probe) > 0; wave++ {
-		if !c.probeWave(ctx, pctx, probe) || wave == maxWaves {
+		if !c.probeWave(ctx, pctx, probe) || wave == waves {
 			return
 		}
-		c.ids.mu.Lock()
-		probe = c.ids.toProbe()
-		c.ids.mu.Unlock()
+		ids.mu.Lock()
+		probe = probe[:0]
+		if ids.err == nil && !ids.voters.Load().all {
+			for i := range ids.nodes {
+				if n := &ids.nodes[i]; n.known && n.refusal == nil && !ids.flying[i] {
+					ids.flying[i] = true
+					probe = append(probe, i)
+				}
+			}
+		}
+		ids.mu.Unlock()
 	}
 }
 
 // probeWave probes the nodes of probe at once, bounded by pctx, and waits
-// for them as firstIdentification says. It reports whether every probe
-// returned; those that did not go on in the background.
+// for them as firstIdentification says. It reports false when pctx or
+// ctx ended first; the probes that did not return go on in the
+// background.
 func (c *Client) probeWave(ctx, pctx context.Context, probe []int) bool {
 	const graceMin = 10 * time.Millisecond
 	start := time.Now()
@@ -227,7 +238,7 @@ func (c *Client) probeWave(ctx, pctx context.Context, probe []int) bool {
 		case <-pctx.Done():
 			return false
 		case <-grace:
-			return false
+			return true
 		case <-ctx.Done():
 			return false
 		}

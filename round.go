@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -181,16 +182,24 @@ func (r *round) deliver(q *request, v any, err error) {
 // most timeout, for an operation op on key that reads or forces rather
 // than acquires: Leader, Adopt, Inspect, Probe, ForceRelease. The answers
 // are judged as every round's are, by the nodes' identities (see tally),
-// but for a probe (t nil), which reports on every node. ok decides the
+// when judged is set: not for a probe, which reports on every node. ok decides the
 // round from its answers (nil: a quorum answered OK), and the Observer is
 // told of it. It returns the round and, when fewer than a quorum of nodes
 // answered (OK, Taken or Absent), an *OpError wrapping ErrRefused if so
 // many refused that no quorum could have answered, and ErrNoQuorum
 // otherwise.
-func (c *Client) inquire(ctx context.Context, op, key string, timeout time.Duration, tries int, call wire.Call, t *tally, ok func(*round) bool) (*round, *OpError) {
+func (c *Client) inquire(ctx context.Context, op, key string, timeout time.Duration, tries int, call wire.Call, judged bool, ok func(*round) bool) (*round, *OpError) {
+	var t tally
+	var idErr error
+	if judged {
+		// The nodes' servers are learnt at the first round, whatever it
+		// is; the tally is of what was known before the round.
+		idErr = c.identify(ctx, timeout)
+		t = c.tally(nil, 0)
+	}
 	r := c.send(ctx, timeout, tries, call, nil)
 	r.drain()
-	if t != nil {
+	if judged {
 		t.judge(r)
 	}
 	if ok == nil {
@@ -199,7 +208,10 @@ func (c *Client) inquire(ctx context.Context, op, key string, timeout time.Durat
 		r.decide(ok(r))
 	}
 	c.hooks.round(ctx, op, key, 1, r)
-	if r.replied() >= c.quorum {
+	switch {
+	case idErr != nil && errors.Is(idErr, ErrInvalid):
+		return r, r.opError(op, key, idErr)
+	case r.replied() >= c.quorum:
 		return r, nil
 	}
 	return r, r.opError(op, key, r.why(failure{op: op}))

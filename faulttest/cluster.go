@@ -489,7 +489,7 @@ func (c *Cluster) SampleAll(keys []string) []Sample {
 		}
 		return out
 	}
-	b := c.H.nextBatch()
+	b := c.H.NextBatch()
 	out := make([]Sample, len(keys))
 	for j, k := range keys {
 		out[j] = Sample{Key: k, Nodes: make([]NodeSample, c.N()), Batch: b}
@@ -1090,7 +1090,7 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 	if a.kind == OpRead || a.kind == OpWrite {
 		cl.c.noteRW(a.key, a.ttl, clientx.Of(cl.RL).IntentTTL(a.ttl))
 	}
-	op := &Op{ID: h.nextID(), Client: cl.Name, Kind: a.kind, Key: a.key, Permits: a.permits, TTLms: a.ttl.Milliseconds(), Start: h.Now()}
+	op := &Op{ID: h.NextID(), Client: cl.Name, Kind: a.kind, Key: a.key, Permits: a.permits, TTLms: a.ttl.Milliseconds(), Start: h.Now()}
 	if a.kind == OpAll {
 		op.Keys = a.keys
 	}
@@ -1119,9 +1119,9 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 		}
 	}
 	// The recorder may be recording a leadership's renewal meanwhile.
-	h.mu.Lock()
+	h.Mu.Lock()
 	op.Return, op.Tokens, op.Unsettled = ret, tokens, unsettled
-	h.mu.Unlock()
+	h.Mu.Unlock()
 	defer h.AddOp(op)
 	leftover := func(winner string) {
 		var ss []Sample
@@ -1132,8 +1132,8 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 		} else {
 			ss = cl.c.SampleAll(a.candidates())
 		}
-		h.mu.Lock()
-		defer h.mu.Unlock()
+		h.Mu.Lock()
+		defer h.Mu.Unlock()
 		if len(ss) == 1 {
 			op.Leftover = &ss[0]
 		} else {
@@ -1153,9 +1153,9 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 				e.Outcomes = append(e.Outcomes, n.Outcome.String())
 			}
 		}
-		h.mu.Lock()
+		h.Mu.Lock()
 		op.Err, op.Reason, op.Outcomes = e.Err, e.Reason, e.Outcomes
-		h.mu.Unlock()
+		h.Mu.Unlock()
 		if len(tokens) > 0 {
 			leftover("")
 		}
@@ -1180,7 +1180,7 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 	} else {
 		cl.c.t.Errorf("faulttest: %s's acquisition has no round of its token", cl.Name)
 	}
-	h.mu.Lock()
+	h.Mu.Lock()
 	op.OK, op.Token, op.Holder, op.Fence = true, token, holder, fence
 	op.RoundStart = first
 	op.Until = cl.claim(first, until)
@@ -1188,7 +1188,7 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 		op.Slot = hl.P.Slot()
 		op.Keys = []string{wire.PermitKey(a.key, op.Slot)}
 	}
-	h.mu.Unlock()
+	h.Mu.Unlock()
 	hl.Probe()
 	if len(tokens) > 1 {
 		leftover(token)
@@ -1227,17 +1227,17 @@ func reason(err error) string {
 // on each node; a reader's token among the readers (SampleReaders).
 func (hl *Held) Probe() {
 	h := hl.cl.c.H
-	h.mu.Lock()
+	h.Mu.Lock()
 	keys, shared, token := hl.Op.LockKeys(), hl.Op.Shared(), hl.Op.Token
-	h.mu.Unlock()
+	h.Mu.Unlock()
 	var ss []Sample
 	if shared {
 		ss = hl.cl.c.SampleReaders(keys[0], []string{token})
 	} else {
 		ss = hl.cl.c.SampleAll(keys)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
 	hl.Op.Probes = append(hl.Op.Probes, ss...)
 }
 
@@ -1289,9 +1289,9 @@ func (hl *Held) Extend(ctx context.Context, ttl time.Duration) error {
 // note notes that the keys of hl may live until ttl from now.
 func (hl *Held) note(ttl time.Duration) {
 	h := hl.cl.c.H
-	h.mu.Lock()
+	h.Mu.Lock()
 	keys := hl.Op.LockKeys()
-	h.mu.Unlock()
+	h.Mu.Unlock()
 	for _, k := range keys {
 		hl.cl.c.noteLock(k, ttl)
 	}
@@ -1311,9 +1311,9 @@ func (hl *Held) record(start Mono, ttl time.Duration, err error, until time.Time
 		e.Err, e.Lost = err.Error(), errors.Is(err, redlock.ErrLockLost)
 	}
 	hl.note(ttl)
-	h.mu.Lock()
+	h.Mu.Lock()
 	hl.Op.Extends = append(hl.Op.Extends, e)
-	h.mu.Unlock()
+	h.Mu.Unlock()
 	if err == nil {
 		hl.Probe()
 	}
@@ -1338,9 +1338,9 @@ func (hl *Held) Release(ctx context.Context) error {
 	if err != nil {
 		r.Err = err.Error()
 	}
-	h.mu.Lock()
+	h.Mu.Lock()
 	hl.Op.Release = r
-	h.mu.Unlock()
+	h.Mu.Unlock()
 	hl.cl.mu.Lock()
 	if hl.cl.holding[hl.name] == hl {
 		delete(hl.cl.holding, hl.name)
@@ -1415,8 +1415,8 @@ func (hl *Held) ClaimedUntil() time.Time {
 
 func (hl *Held) snapshot() *Op {
 	h := hl.cl.c.H
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
 	op := *hl.Op
 	op.Extends = append([]Extend(nil), op.Extends...)
 	return &op

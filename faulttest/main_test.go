@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/quorumlock/redlock/faulttest/history"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -120,8 +121,8 @@ func (r *run) aged(d time.Duration) { r.c.Aged(d) }
 
 // ops returns the acquisitions recorded so far that match keep.
 func (r *run) ops(keep func(*Op) bool) []*Op {
-	r.c.H.mu.Lock()
-	defer r.c.H.mu.Unlock()
+	r.c.H.Mu.Lock()
+	defer r.c.H.Mu.Unlock()
 	var out []*Op
 	for _, op := range r.c.H.Ops {
 		if keep == nil || keep(op) {
@@ -210,7 +211,7 @@ func (r *run) finish() {
 		setup:      fmt.Sprintf("%d/%d", r.c.N(), len(r.c.Clients())),
 		expected:   r.sc.expected(),
 		observed:   strings.Join(r.observed, "; "),
-		violations: formatCounts(found),
+		violations: history.FormatCounts(found),
 		acquired:   fmt.Sprintf("%d/%d", ok, len(ops)),
 		elapsed:    time.Since(r.start),
 		failed:     r.Failed(),

@@ -56,10 +56,10 @@ func (cl *Client) TryWLock(ctx context.Context, key string, ttl time.Duration) (
 // does (Client.Adopt).
 func (hl *Held) HandOver() string {
 	h := hl.cl.c.H
-	h.mu.Lock()
+	h.Mu.Lock()
 	hl.Op.Handover = h.Now()
 	token := wire.Handover(hl.Op.Token, hl.Op.Fence)
-	h.mu.Unlock()
+	h.Mu.Unlock()
 	hl.cl.mu.Lock()
 	if hl.cl.holding[hl.name] == hl {
 		delete(hl.cl.holding, hl.name)
@@ -78,7 +78,7 @@ func (cl *Client) Adopt(ctx context.Context, from *Held, token string) (*Held, e
 	defer cl.call.Unlock()
 	h := cl.c.H
 	src := from.snapshot()
-	op := &Op{ID: h.nextID(), Client: cl.Name, Kind: src.Kind, Key: src.Key, Keys: src.Keys, Permits: src.Permits, Slot: src.Slot,
+	op := &Op{ID: h.NextID(), Client: cl.Name, Kind: src.Kind, Key: src.Key, Keys: src.Keys, Permits: src.Permits, Slot: src.Slot,
 		TTLms: src.TTLms, Adopts: src.ID, Start: h.Now()}
 	l, err := cl.RL.Adopt(ctx, from.name, token)
 	op.Return = h.Now()
@@ -94,13 +94,13 @@ func (cl *Client) Adopt(ctx context.Context, from *Held, token string) (*Held, e
 		return nil, err
 	}
 	hl := &Held{L: l, Op: op, cl: cl, name: from.name}
-	h.mu.Lock()
+	h.Mu.Lock()
 	op.OK, op.Token, op.Holder, op.Fence = true, wire.HandoverToken(l.Token()), l.ID(), l.Fence()
 	// The validity is measured from before the adopt round, which began
 	// after the call did.
 	op.RoundStart = op.Start
 	op.Until = cl.claim(op.Start, l.Until())
-	h.mu.Unlock()
+	h.Mu.Unlock()
 	hl.Probe()
 	cl.mu.Lock()
 	cl.holding[hl.name] = hl

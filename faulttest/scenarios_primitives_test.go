@@ -3,6 +3,7 @@ package faulttest
 import (
 	"context"
 	"fmt"
+	"github.com/quorumlock/redlock/faulttest/history"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -194,9 +195,7 @@ func holdAndRelease(hl *Held, ttl time.Duration) {
 // mostAtOnce returns the most of ops held at one instant, by the
 // checker's account of holding.
 func mostAtOnce(ops []*Op) int {
-	most := min(len(ops), 1)
-	sweep(segments(ops, nil), func(_ segment, others []segment) { most = max(most, len(others)+1) })
-	return most
+	return history.MostAtOnce(ops)
 }
 
 // semaphoreUnderFaults: four clients share a semaphore of two permits

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/quorumlock/redlock/faulttest/history"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -399,7 +400,7 @@ func writerNotStarved(r *run, intents bool) {
 func holdingAt(r *run, at Mono, kind OpKind) int {
 	n := 0
 	for _, op := range r.ops(func(op *Op) bool { return op.OK && op.Kind == kind }) {
-		if _, ok := claimAt(op, at, forever); ok {
+		if history.Claims(op, at) {
 			n++
 		}
 	}

@@ -277,8 +277,8 @@ func TestClusterSampleDuringMove(t *testing.T) {
 	expect("with the key on the new owner, the slot still moving")
 	c.FinishMove(0, m)
 	expect("after the move")
-	c.H.mu.Lock()
-	defer c.H.mu.Unlock()
+	c.H.Mu.Lock()
+	defer c.H.Mu.Unlock()
 	if len(c.H.Faults) != 2 || c.H.Faults[0].Kind != FaultMove {
 		t.Fatalf("faults recorded: %+v", c.H.Faults)
 	}

@@ -213,7 +213,7 @@ func (s *suite) testSemaphoreSplit(t *testing.T) {
 			t.Fatalf("slot 0 holds the permit on %d nodes, want 2", cl.countValue(t, wire.PermitKey(key, 0), p.Token()))
 		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); cl.values(t, wire.PermitKey(key, 1))[0] != p.Token(); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); cl.values(t, wire.PermitKey(key, 1))[0] != nodeToken(p.Token()); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("node 0 did not grant slot 1 to the round: %q", cl.values(t, wire.PermitKey(key, 1)))
 		}

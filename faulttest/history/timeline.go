@@ -1,4 +1,4 @@
-package faulttest
+package history
 
 import (
 	"cmp"
@@ -68,7 +68,7 @@ func subtitle(h *History, vs []Violation) string {
 	}
 	verdict := "no violations"
 	if len(vs) > 0 {
-		verdict = "violations: " + formatCounts(Count(vs))
+		verdict = "violations: " + FormatCounts(Count(vs))
 	}
 	return fmt.Sprintf("%d nodes, quorum %d · %d clients · %d calls, %d obtained · %d faults · %s",
 		h.Nodes, h.Quorum, len(clients), len(h.Ops), ok, len(h.Faults), verdict)
@@ -373,9 +373,9 @@ func together(holders [][]segment, at Mono) (to Mono, ok bool) {
 	return to, len(holders) > 0
 }
 
-// formatCounts formats the counts of violations by kind, in the order of
+// FormatCounts formats the counts of violations by kind, in the order of
 // Kinds: "overlap 2, quorum 1", or "0".
-func formatCounts(n map[Kind]int) string {
+func FormatCounts(n map[Kind]int) string {
 	var parts []string
 	for _, k := range Kinds {
 		if n[k] > 0 {

@@ -1,4 +1,4 @@
-package faulttest
+package history
 
 import (
 	"encoding/json"
@@ -27,7 +27,7 @@ func (m Mono) MarshalJSON() ([]byte, error) {
 func (m *Mono) UnmarshalJSON(b []byte) error {
 	f, err := strconv.ParseFloat(string(b), 64)
 	if err != nil {
-		return fmt.Errorf("faulttest: bad time %s: %w", b, err)
+		return fmt.Errorf("history: bad time %s: %w", b, err)
 	}
 	*m = Mono(time.Duration(f*1000) * time.Microsecond)
 	return nil
@@ -50,7 +50,9 @@ type History struct {
 	Writes   []Write   `json:"writes,omitempty"`
 	Final    []Sample  `json:"final,omitempty"` // every lock key on every node at quiescence
 
-	mu      sync.Mutex
+	// Mu guards the history while it is recorded: hold it to change an Op
+	// that AddOp has already added.
+	Mu      sync.Mutex `json:"-"`
 	epoch   time.Time
 	ids     int // the last Op.ID handed out
 	batches int // the last Sample.Batch handed out
@@ -71,60 +73,60 @@ func (h *History) At(t time.Time) Mono { return Mono(t.Sub(h.epoch)) }
 // Time converts m back to a time.Time.
 func (h *History) Time(m Mono) time.Time { return h.epoch.Add(time.Duration(m)) }
 
-// nextID returns a fresh acquisition ID.
-func (h *History) nextID() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+// NextID returns a fresh acquisition ID.
+func (h *History) NextID() int {
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
 	h.ids++
 	return h.ids
 }
 
-// nextBatch returns a fresh Sample.Batch.
-func (h *History) nextBatch() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+// NextBatch returns a fresh Sample.Batch.
+func (h *History) NextBatch() int {
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
 	h.batches++
 	return h.batches
 }
 
 // AddOp records a finished acquisition.
 func (h *History) AddOp(op *Op) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
 	h.Ops = append(h.Ops, op)
 }
 
 // AddFault records a fault injected now, or healed; see Fault.
 func (h *History) AddFault(kind FaultKind, node int, client, detail string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
 	h.Faults = append(h.Faults, Fault{At: h.Now(), Kind: kind, Node: node, Client: client, Detail: detail})
 }
 
 // AddRemoval records an operator's removal of a lock.
 func (h *History) AddRemoval(r Removal) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
 	h.Removals = append(h.Removals, r)
 }
 
 // AddWrite records a write to a fenced resource.
 func (h *History) AddWrite(w Write) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
 	h.Writes = append(h.Writes, w)
 }
 
 // Save writes the history as indented JSON to path.
 func (h *History) Save(path string) error {
-	h.mu.Lock()
+	h.Mu.Lock()
 	b, err := json.MarshalIndent(h, "", "  ")
-	h.mu.Unlock()
+	h.Mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("faulttest: %w", err)
+		return fmt.Errorf("history: %w", err)
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return fmt.Errorf("faulttest: %w", err)
+		return fmt.Errorf("history: %w", err)
 	}
 	return nil
 }
@@ -134,11 +136,11 @@ func (h *History) Save(path string) error {
 func LoadHistory(path string) (*History, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("faulttest: %w", err)
+		return nil, fmt.Errorf("history: %w", err)
 	}
 	h := &History{}
 	if err := json.Unmarshal(b, h); err != nil {
-		return nil, fmt.Errorf("faulttest: %s: %w", path, err)
+		return nil, fmt.Errorf("history: %s: %w", path, err)
 	}
 	return h, nil
 }

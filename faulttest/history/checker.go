@@ -1,4 +1,4 @@
-package faulttest
+package history
 
 import (
 	"cmp"
@@ -735,4 +735,19 @@ func checkFinal(h *History) []Violation {
 func sortViolations(vs []Violation) []Violation {
 	slices.SortStableFunc(vs, func(a, b Violation) int { return cmp.Compare(a.At, b.At) })
 	return vs
+}
+
+// MostAtOnce returns the most of ops held at one instant, by the checker's
+// account of holding (see Overlap), with no removals.
+func MostAtOnce(ops []*Op) int {
+	most := min(len(ops), 1)
+	sweep(segments(ops, nil), func(_ segment, others []segment) { most = max(most, len(others)+1) })
+	return most
+}
+
+// Claims reports whether op claims to hold its lock at moment t, by the
+// checker's account of holding, with no removals.
+func Claims(op *Op, t Mono) bool {
+	_, ok := claimAt(op, t, forever)
+	return ok
 }

@@ -1,0 +1,414 @@
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/faulttest/history"
+)
+
+// A Config says what one history is made of. Run draws everything else
+// from the seed.
+type Config struct {
+	Seed uint64
+	// Ops is the least number of operations the workload makes, Faults
+	// the least number of faults injected.
+	Ops, Faults int
+	// MessageFaults is the chance that a message is delayed past the node
+	// timeout, half of it that it is lost or duplicated.
+	MessageFaults float64
+	// NodeTimeout scales the delays of messages (the client's own node
+	// timeout is a tenth of the TTL, at most 250ms).
+	NodeTimeout time.Duration
+	// Canary breaks an assumption of the library's guarantees, so that
+	// the checker must fire (see Canaries); "" for a safe run.
+	Canary string
+}
+
+// Canaries lists the assumptions a run can break on purpose: a history
+// with one of them must end in a violation, which shows that the
+// simulator can see it.
+var Canaries = []string{
+	"quarantine-off", // Options.DisableQuarantine, with nodes that restart empty
+	"no-drift",       // a drift allowance of almost nothing, with node clocks that run fast within the default's
+}
+
+// DefaultConfig returns the configuration of the histories that CI runs.
+func DefaultConfig(seed uint64) Config {
+	return Config{Seed: seed, Ops: 100, Faults: 5, MessageFaults: 0.01, NodeTimeout: 50 * time.Millisecond}
+}
+
+// A Result is one history and the checker's verdict on it.
+type Result struct {
+	Seed       uint64
+	History    *history.History
+	Violations []history.Violation
+	Ops        int    // operations made
+	Faults     int    // faults injected
+	Hash       string // of the history, without its random tokens: equal for a replay
+	Topology   string
+	Took       time.Duration // virtual time
+}
+
+// Schedule returns the faults of the history, one a line.
+func (r *Result) Schedule() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n", r.Topology)
+	for _, f := range r.History.Faults {
+		who := fmt.Sprintf("node %d", f.Node)
+		if f.Client != "" {
+			who += " " + f.Client
+		}
+		fmt.Fprintf(&b, "  %v %s %s %s\n", f.At, f.Kind, who, f.Detail)
+	}
+	return b.String()
+}
+
+// A world is one history being made: its servers, clients and recorder.
+type world struct {
+	seed     uint64
+	cfg      Config
+	rng      *rand.Rand // the chaos goroutine's: faults and topology
+	h        *history.History
+	servers  []*server
+	links    [][]*link // by client, by entry
+	entries  []entry0  // the entries every client is given
+	inflight sync.WaitGroup
+	ids      int
+
+	mu     sync.Mutex
+	ops    int
+	faults int
+	gc     []bool // by worker: its next hold pauses past its validity
+	opts   redlock.Options
+	maxTTL time.Duration
+}
+
+// entry0 is one node entry: a server and a database on it.
+type entry0 struct {
+	server, db int
+	name       string
+}
+
+// newID draws an identifier for a process or a replication history.
+func (w *world) newID(prefix string) string {
+	w.ids++
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%d/%s/%d", w.seed, prefix, w.ids)))
+	return hex.EncodeToString(sum[:20])
+}
+
+// Run makes the history of cfg and judges it. It must run inside a
+// testing/synctest bubble: every sleep in it is virtual.
+func Run(cfg Config) *Result {
+	w := &world{seed: cfg.Seed, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5117))}
+	servers := 3
+	if w.rng.IntN(3) == 0 {
+		servers = 5
+	}
+	twice := w.rng.IntN(4) == 0 // one server given as two entries
+	w.h = history.NewHistory(fmt.Sprintf("sim seed %d", cfg.Seed), 0)
+	now := time.Now()
+	for i := range servers {
+		// Each process has been up a minute when the history begins.
+		s := newServer(i, 2, now, w.newID)
+		s.started = s.started.Add(-time.Minute)
+		w.servers = append(w.servers, s)
+	}
+	for i := range servers {
+		w.entries = append(w.entries, entry0{server: i, name: fmt.Sprintf("s%d:6379/0", i)})
+	}
+	if twice {
+		s := w.rng.IntN(servers)
+		w.entries = append(w.entries, entry0{server: s, db: 1, name: fmt.Sprintf("s%d:6379/1", s)})
+	}
+	w.h.Nodes = len(w.entries)
+	w.h.Quorum = len(w.entries)/2 + 1
+	topo := fmt.Sprintf("%d servers, entries %v", servers, names(w.entries))
+
+	// Node clocks: ahead of the clients by less than the shortest TTL
+	// (A4), running within the default drift allowance (A1).
+	for _, s := range w.servers {
+		s.setClock(now, time.Duration(w.rng.Int64N(int64(200*time.Millisecond))), 1+(w.rng.Float64()-0.5)*0.006)
+	}
+	switch cfg.Canary {
+	case "quarantine-off":
+		w.opts.DisableQuarantine = true
+	case "no-drift":
+		w.opts.DriftFactor = 1e-9
+		w.opts.MinDrift = time.Nanosecond
+		// The servers' clocks run fast, each by up to 0.5%: within the
+		// default allowance of 1%, beyond one of almost nothing.
+		for _, s := range w.servers {
+			s.setClock(now, 0, 1.002+w.rng.Float64()*0.003)
+		}
+	}
+	if cfg.Canary != "" {
+		topo += ", canary " + cfg.Canary
+	}
+	w.maxTTL = 3 * time.Second
+
+	const workers = 4
+	w.gc = make([]bool, workers)
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	w.links = make([][]*link, 2*workers)
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.worker(ctx, i)
+		}()
+	}
+	chaosDone := make(chan struct{})
+	go func() {
+		defer close(chaosDone)
+		w.chaos(ctx)
+	}()
+	<-chaosDone
+	finished := make(chan struct{})
+	go func() {
+		// Once the history has what it needs, workers still in an
+		// operation get a while to end it, then their context ends.
+		select {
+		case <-finished:
+			return
+		case <-time.After(2 * time.Minute):
+		}
+		stop()
+	}()
+	wg.Wait()
+	close(finished)
+	stop()
+	w.inflight.Wait()
+
+	res := &Result{Seed: cfg.Seed, History: w.h, Ops: w.ops, Faults: w.faults, Topology: topo, Took: time.Since(now)}
+	slices.SortFunc(w.h.Ops, func(a, b *history.Op) int { return a.ID - b.ID })
+	res.Violations = history.Check(w.h)
+	res.Hash = hashOf(w.h)
+	return res
+}
+
+func names(es []entry0) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.name)
+	}
+	return out
+}
+
+// hashOf hashes the history without what crypto/rand draws (tokens and
+// acquisition IDs), which differs from run to run of the same seed.
+func hashOf(h *history.History) string {
+	type op struct {
+		ID       int
+		Kind     history.OpKind
+		Key      string
+		Start    history.Mono
+		Return   history.Mono
+		OK       bool
+		Err      string
+		Fence    int64
+		Until    history.Mono
+		Adopts   int
+		Handover history.Mono
+		Extends  []history.Extend
+		Release  *history.Release
+	}
+	var ops []op
+	for _, o := range h.Ops {
+		ops = append(ops, op{o.ID, o.Kind, o.Key, o.Start, o.Return, o.OK, scrub(o.Err), o.Fence, o.Until, o.Adopts, o.Handover, o.Extends, o.Release})
+	}
+	var rs []history.Removal
+	for _, r := range h.Removals {
+		r.Holders = nil
+		rs = append(rs, r)
+	}
+	b, _ := json.Marshal(struct {
+		Ops      []op
+		Faults   []history.Fault
+		Removals []history.Removal
+	}{ops, h.Faults, rs})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// scrub removes tokens from an error's text.
+func scrub(s string) string {
+	if i := strings.Index(s, "token"); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// client returns a fresh redlock.Client for worker i, on links of its own.
+func (w *world) client(i int, opts redlock.Options) *redlock.Client {
+	var nodes []redlock.Node
+	var ls []*link
+	for e, en := range w.entries {
+		l := &link{w: w, srv: w.servers[en.server], db: en.db, name: en.name, client: i, entry: e, seen: make(map[uint64]int)}
+		ls = append(ls, l)
+		nodes = append(nodes, l)
+	}
+	w.mu.Lock()
+	w.links[i] = ls
+	w.mu.Unlock()
+	c, err := redlock.New(nodes, &opts)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// fault records a fault injected now.
+func (w *world) fault(kind history.FaultKind, node int, client, detail string) {
+	w.h.AddFault(kind, node, client, detail)
+	w.mu.Lock()
+	w.faults++
+	w.mu.Unlock()
+}
+
+// done reports whether the history has its operations and faults.
+func (w *world) done() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ops >= w.cfg.Ops && w.faults >= w.cfg.Faults
+}
+
+// chaos injects faults at random moments until ctx is done.
+func (w *world) chaos(ctx context.Context) {
+	r := w.rng
+	// Faults come at random moments, one about every 100/Faults
+	// operations, so that a history has its faults among its operations
+	// however long the operations take.
+	every := max(w.cfg.Ops/max(w.cfg.Faults, 1), 2)
+	mark := 0
+	for ctx.Err() == nil && !w.done() {
+		wait := time.Duration(r.Int64N(int64(300 * time.Millisecond)))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait + time.Duration(r.Int64N(1000))):
+		}
+		w.mu.Lock()
+		ops := w.ops
+		w.mu.Unlock()
+		if ops < mark {
+			continue
+		}
+		mark = ops + every/2 + r.IntN(every)
+		now := time.Now()
+		si := r.IntN(len(w.servers))
+		s := w.servers[si]
+		s.mu.Lock()
+		k := r.IntN(14)
+		if s.wentBack && (k <= 2 || k == 5 || k >= 12) {
+			// A node whose clock went back keeps its marker (A4): no
+			// crash, restart or promotion may lose it.
+			k = 6
+		}
+		switch k {
+		case 0, 1: // a crash that loses the data
+			down := time.Duration(r.Int64N(int64(500 * time.Millisecond)))
+			s.crash(now, down)
+			w.fault(history.FaultKill, si, "", "")
+			w.fault(history.FaultRestart, si, "", fmt.Sprintf("empty, after %v", down))
+			if r.IntN(2) == 0 {
+				s.loading = now.Add(down + time.Duration(r.Int64N(int64(200*time.Millisecond))))
+			}
+		case 12, 13: // a crash of a majority of the servers at once, each restarting empty
+			down := time.Duration(r.Int64N(int64(100 * time.Millisecond)))
+			n := len(w.servers)/2 + 1
+			for _, j := range r.Perm(len(w.servers))[:n] {
+				o := w.servers[j]
+				if o != s {
+					o.mu.Lock()
+				}
+				if !o.wentBack {
+					o.crash(now, down)
+					w.fault(history.FaultKill, j, "", "with a majority")
+					w.fault(history.FaultRestart, j, "", fmt.Sprintf("empty, after %v", down))
+				}
+				if o != s {
+					o.mu.Unlock()
+				}
+			}
+		case 2: // a restart from the last save
+			down := time.Duration(r.Int64N(int64(300 * time.Millisecond)))
+			s.restartFromSnapshot(now, down)
+			w.fault(history.FaultKill, si, "", "")
+			w.fault(history.FaultRestart, si, "", fmt.Sprintf("from the snapshot, after %v", down))
+		case 3: // a save
+			s.save(now)
+			w.fault("save", si, "", "")
+		case 4: // the replica catches up
+			s.sync(now)
+			w.fault(history.FaultReplication, si, "", "replica synced")
+		case 5: // the lagging replica is promoted
+			s.promote(now)
+			w.fault(history.FaultPromote, si, "", "replica promoted, missing the writes since its last sync")
+		case 6: // a pause
+			d := time.Duration(r.Int64N(int64(w.maxTTL)))
+			s.paused = now.Add(d)
+			w.fault(history.FaultPause, si, "", fmt.Sprintf("for %v", d))
+		case 7: // the clock's rate changes, within the drift allowance
+			rate := 1 + (r.Float64()-0.5)*0.006
+			if w.cfg.Canary == "no-drift" {
+				rate = 1.002 + r.Float64()*0.003
+			}
+			var step time.Duration
+			if r.IntN(3) == 0 {
+				// A step back: safe for exclusion; the fences of a node
+				// whose clock went back are safe while it keeps its
+				// marker, so no crash empties it afterwards (see below).
+				step = -time.Duration(r.Int64N(int64(time.Second)))
+			}
+			s.setClock(now, step, rate)
+			s.wentBack = s.wentBack || step < 0
+			w.fault(history.FaultClock, si, "", fmt.Sprintf("step %v, rate %.4f", step, rate))
+		case 8, 9: // a link fault
+			c := r.IntN(len(w.links))
+			w.mu.Lock()
+			ls := w.links[c]
+			w.mu.Unlock()
+			if ls == nil {
+				s.mu.Unlock()
+				continue
+			}
+			l := ls[r.IntN(len(ls))]
+			d := time.Duration(r.Int64N(int64(time.Second)))
+			l.mu.Lock()
+			switch r.IntN(3) {
+			case 0:
+				l.quiet = now.Add(d)
+				w.fault(history.FaultBlackhole, l.entry, fmt.Sprint("c", c), fmt.Sprintf("for %v", d))
+			case 1:
+				l.slow = now.Add(d)
+				w.fault(history.FaultLatency, l.entry, fmt.Sprint("c", c), fmt.Sprintf("for %v", d))
+			default:
+				l.lossy = now.Add(d)
+				w.fault(history.FaultDropReply, l.entry, fmt.Sprint("c", c), fmt.Sprintf("lossy for %v", d))
+			}
+			l.mu.Unlock()
+		case 10: // BUSY or LOADING for a while
+			d := time.Duration(r.Int64N(int64(300 * time.Millisecond)))
+			s.loading = now.Add(d)
+			w.fault("loading", si, "", fmt.Sprintf("for %v", d))
+		case 11: // a client's long GC pause
+			c := r.IntN(len(w.gc))
+			w.mu.Lock()
+			w.gc[c] = true
+			w.mu.Unlock()
+			w.fault("client-pause", -1, fmt.Sprint("c", c), "past its validity")
+		}
+		s.mu.Unlock()
+	}
+}
