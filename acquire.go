@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"math"
-	mathrand "math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +46,9 @@ func (c *Client) acquire(ctx context.Context, ks *keyset, ttl time.Duration, n i
 		return nil, &OpError{Op: "acquire", Key: ks.Name, Quorum: c.quorum, Rounds: n - 1, Err: err}
 	}
 	token := newToken(cmp.Or(ks.owner, c.opts.Owner)) // carries the owner's label
+	if ks.Permits > 0 {
+		ks.From = int(c.randN(int64(ks.Permits))) // where the nodes start looking for a free slot
+	}
 	q := c.quarantineFor(ttl)
 	t := c.tally(ks, q) // what the client knew before the round
 
@@ -55,7 +57,7 @@ func (c *Client) acquire(ctx context.Context, ks *keyset, ttl time.Duration, n i
 	// request bounded by the node timeout. The script also returns the
 	// node's fence and what the quarantine needs: the node's age and the
 	// largest TTL it knows in the key's hash slot.
-	r := c.send(ctx, c.nodeTimeout(ttl), 1, ks.Acquire(token, ttl, q, 0), nil)
+	r := c.send(ctx, c.nodeTimeout(ttl), 1, ks.Acquire(token, ttl, q), nil)
 
 	// Step 3: a quorum of grants that count (from nodes known to be
 	// servers of their own, out of quarantine), with validity left: ttl −
@@ -106,7 +108,7 @@ func (c *Client) acquire(ctx context.Context, ks *keyset, ttl time.Duration, n i
 // keys left expire with their TTL.
 func (c *Client) cleanUp(ctx context.Context, key string, acq *round) *round {
 	acq.drain()
-	r := c.releaseRound(ctx, nil, acq.call.Undo(acq.maxFence(), 0), true)
+	r := c.releaseRound(ctx, nil, acq.call.Undo(acq.maxFence()), true)
 	reached := r.replied()
 	r.decide(reached == len(c.nodes))
 	if reached < len(c.nodes) {
@@ -195,7 +197,7 @@ func (e *OpError) cutShort(last *OpError) *OpError {
 // announced: from [RetryDelay/2, 3*RetryDelay/2).
 func (c *Client) retryDelay() time.Duration {
 	d := c.opts.RetryDelay
-	half, x := d/2, time.Duration(mathrand.Int64N(int64(d)))
+	half, x := d/2, time.Duration(c.randN(int64(d)))
 	if x > math.MaxInt64-half { // only for RetryDelays of centuries
 		return math.MaxInt64
 	}
@@ -425,7 +427,7 @@ func (c *Client) wakeWindow() time.Duration {
 func (c *Client) wakeDelay(waited time.Duration) time.Duration {
 	w := c.wakeWindow()
 	bound := time.Duration(float64(w) * float64(w) / float64(w+max(waited, 0)))
-	return time.Duration(mathrand.Int64N(int64(bound) + 1))
+	return time.Duration(c.randN(int64(bound) + 1))
 }
 
 // subscribe asks every node that is a driver.Notifier to wake the caller

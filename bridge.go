@@ -111,9 +111,9 @@ func (c *Client) forceRelease(ctx context.Context, key, waitKey string) (*round,
 	// counter of a node that granted it, or, where that counter has been
 	// lost since, than that node's clock (see wire/lua/acquire.lua).
 	floor := c.fenceFloor(ctx, key)
-	call := wire.Force(key, floor, 0, waitKey)
+	call := wire.Force(key, floor, waitKey)
 	if key == waitKey { // not a semaphore's slot: an RWLock's readers go too
-		call = wire.ForceRW(key, floor, 0, waitKey)
+		call = wire.ForceRW(key, floor, waitKey)
 	}
 	r, e := c.inquire(context.WithoutCancel(ctx), "force-release", key, c.opts.ReleaseTimeout, 2, call, true, nil)
 	c.noteHealth(ctx, r, 0)

@@ -1,7 +1,9 @@
 package redlock
 
 import (
+	"crypto/rand"
 	"log/slog"
+	mathrand "math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -155,6 +157,13 @@ type Client struct {
 	// quarantine the log was told of (see heard).
 	quarantineLogged []time.Time
 
+	// rnd draws the random pauses and choices of the client. It is seeded
+	// from crypto/rand by New, so that a test that makes crypto/rand
+	// deterministic (testing/cryptotest.SetGlobalRandom) makes the client
+	// so too. Guarded by rmu.
+	rmu sync.Mutex
+	rnd *mathrand.Rand
+
 	gmu      sync.Mutex           // guards gates and handoffs
 	gates    map[string]*gate     // keys that goroutines of this client wait for
 	spare    []*gate              // gates to reuse (see spareGates)
@@ -215,6 +224,9 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 	}
 	c.flying.init()
 	c.ids.init(len(nodes))
+	var seed [32]byte
+	rand.Read(seed[:]) // never fails; see crypto/rand.Read
+	c.rnd = mathrand.New(mathrand.NewChaCha8(seed))
 	for i, n := range nodes {
 		c.states[i].Node = n.Name()
 		if b, ok := n.(driver.Batcher); ok {
@@ -222,6 +234,13 @@ func New(nodes []Node, opts *Options) (*Client, error) {
 		}
 	}
 	return c, nil
+}
+
+// randN returns a random number in [0, n), n > 0.
+func (c *Client) randN(n int64) int64 {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	return c.rnd.Int64N(n)
 }
 
 // fill checks the options and sets the defaults of the zero values.

@@ -387,7 +387,7 @@ func (l *Lock) release(ctx context.Context) error {
 	// A release within the validity that a quorum confirms is all the
 	// caller needs to hear; one after the deadline, or one that finds the
 	// lock gone, is reported with every node's answer.
-	call := l.ks.Release(l.token, l.fence, 0)
+	call := l.ks.Release(l.token, l.fence)
 	if !l.long {
 		call.Lean = l.covered
 	}

@@ -393,7 +393,7 @@ type answer struct {
 // the given order, for tests of the decision rule alone.
 func syntheticRound(answers ...answer) *round {
 	r := &round{answered: make(chan int, len(answers)), reqs: make([]request, 3), results: make([]observe.NodeResult, 3),
-		decoded: make([]wire.Reply, 3), pending: 3, call: wire.Set{Name: "k"}.Acquire("token", time.Second, 0, time.Minute),
+		decoded: make([]wire.Reply, 3), pending: 3, call: wire.Set{Name: "k"}.Acquire("token", time.Second, 0),
 		deadline: time.Now().Add(time.Minute)}
 	for i := range r.decoded {
 		r.decoded[i].Age = -1

@@ -472,7 +472,7 @@ func (s *suite) testRWCrashedIntent(t *testing.T) {
 	for _, srv := range cl.servers {
 		// The arguments of a writer's round (see wire.Set.Acquire).
 		n := s.dial(t, srv.URL())
-		call := wire.Set{Name: key, Kind: wire.Writer, Intent: "crashed", IntentTTL: bound}.Acquire("tok", ttl, 0, time.Minute)
+		call := wire.Set{Name: key, Kind: wire.Writer, Intent: "crashed", IntentTTL: bound}.Acquire("tok", ttl, 0)
 		v, err := n.Eval(ctx, call.Script, call.Keys, call.Args)
 		if st, ok := Status(v); err != nil || !ok || st != 0 {
 			t.Fatalf("the writer's round = %#v, %v; want a refusal", v, err)

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	mathrand "math/rand/v2"
 	"strconv"
 	"time"
 
@@ -17,9 +16,9 @@ type Call struct {
 	Decode func(reply any) Reply
 
 	// Undo returns the call that undoes this one on the nodes that may
-	// have applied it, raising fence counters to at least fence and
-	// keeping them fenceTTL; nil for a call that changes no lock.
-	Undo func(fence int64, fenceTTL time.Duration) Call
+	// have applied it, raising fence counters to at least fence; nil for
+	// a call that changes no lock.
+	Undo func(fence int64) Call
 
 	// LeanKeys, for a lock's release, are its keys without their slots'
 	// markers: the release then only deletes and announces. Lean marks the
@@ -45,8 +44,7 @@ func (c *Call) LeanOn(i int) bool {
 
 // The fence counters are kept per cluster hash slot, in the node marker
 // (lua/node.lua): a lock leaves no record of its key on a node once it is
-// released. The fenceTTL that Acquire, Release, Undo and Force take is no
-// longer sent; the counters live as long as the marker.
+// released, and the counters live as long as the marker.
 
 // MaxPermits is the largest number of slots of a semaphore.
 const MaxPermits = 128
@@ -61,8 +59,9 @@ type Set struct {
 	Keys []string
 	// Permits is a semaphore's number of slots, each a lock on
 	// PermitKey(Name, i); 0 for a lock. Slot is the slot a permit holds,
-	// once a round has granted one; -1 before.
-	Permits, Slot int
+	// once a round has granted one; -1 before. From is the slot from
+	// which an acquisition round's nodes look for a free one.
+	Permits, Slot, From int
 
 	// Kind is what a hold of a read-write lock on Name is: Reader or
 	// Writer; the zero value, Exclusive, for everything else. Intent and
@@ -114,14 +113,14 @@ func (s Set) Channels() []string {
 
 // Acquire returns the call that takes the set on a node for ttl with the
 // given token, a node that started less than quarantine ago refusing to
-// vote (0: no quarantine), and fence counters that live fenceTTL. A
-// semaphore's nodes look at its slots from a random one on.
+// vote (0: no quarantine). A semaphore's nodes look at its slots from
+// slot From on (the client draws it at random for each round).
 //
 // Its reply: OK with the node's Fence (and a permit's Slot), Taken with
 // the holder's TTL, or Quarantined with the time left; each with the
 // node's Age and the largest TTL it records, MaxTTL. Its Undo is the
 // Release of the set with token.
-func (s Set) Acquire(token string, ttl, quarantine, fenceTTL time.Duration) Call {
+func (s Set) Acquire(token string, ttl, quarantine time.Duration) Call {
 	args := []string{token, ms(ttl), ms(quarantine)}
 	c := Call{Script: acquireScript, Args: args, Decode: decodeAcquire}
 	switch {
@@ -130,13 +129,13 @@ func (s Set) Acquire(token string, ttl, quarantine, fenceTTL time.Duration) Call
 	case s.Permits > 0:
 		c.Script, c.Decode = acquirePermitScript, decodePermit
 		c.Keys = append(s.slots(), MarkerKey(s.Name), SizeKey(s.Name))
-		c.Args = append(args, strconv.Itoa(s.Permits), strconv.Itoa(mathrand.IntN(s.Permits)))
+		c.Args = append(args, strconv.Itoa(s.Permits), strconv.Itoa(s.From))
 	case s.Keys == nil:
 		c.Keys = s.one()
 	default:
 		c.Keys, c.Args = s.with(), append(args, strconv.Itoa(len(s.Keys)))
 	}
-	c.Undo = func(fence int64, fenceTTL time.Duration) Call { return s.undo(token, fence, fenceTTL) }
+	c.Undo = func(fence int64) Call { return s.undo(token, fence) }
 	return c
 }
 
@@ -144,23 +143,22 @@ func (s Set) Acquire(token string, ttl, quarantine, fenceTTL time.Duration) Call
 // acquisition. A lock's frees only its own grants, which no waiter waits
 // for, so it announces nothing: an announcement would wake every waiter
 // of the key to a round that cannot succeed.
-func (s Set) undo(token string, fence int64, fenceTTL time.Duration) Call {
+func (s Set) undo(token string, fence int64) Call {
 	if s.Kind == Exclusive && s.Permits == 0 {
 		return s.release(token, fence, "quiet")
 	}
-	return s.Release(token, fence, fenceTTL)
+	return s.Release(token, fence)
 }
 
 // Release returns the call that deletes the set where it holds token,
-// raises its fence counters to at least fence, keeping them fenceTTL, and
-// wakes its waiters. A semaphore's release looks at every slot, since a
+// raises its fence counters to at least fence, and wakes its waiters. A semaphore's release looks at every slot, since a
 // node may have granted a round another slot than the one a quorum agreed
 // on.
 //
 // Its reply: OK when it deleted the keys, Absent when they were gone,
 // Taken when another token holds them; Woke counts the waiters told, and
 // Free a semaphore's free slots after the release.
-func (s Set) Release(token string, fence int64, fenceTTL time.Duration) Call {
+func (s Set) Release(token string, fence int64) Call {
 	return s.release(token, fence, "")
 }
 
@@ -247,10 +245,10 @@ func Inspect(key string) Call {
 
 // Force returns the call that deletes key whatever token holds it, unless
 // its grant on the node came with a fence above floor; raises the fence
-// counter to floor, keeping it fenceTTL; and wakes the waiters of
+// counter to floor; and wakes the waiters of
 // waitKey. Its reply: OK with what the key held before (Holder, Owner,
 // TTL) and Woke, the waiters told.
-func Force(key string, floor int64, fenceTTL time.Duration, waitKey string) Call {
+func Force(key string, floor int64, waitKey string) Call {
 	return Call{Script: forceScript, Keys: []string{key, MarkerKey(key)}, Args: []string{strconv.FormatInt(floor, 10), waitKey}, Decode: decodeForce}
 }
 

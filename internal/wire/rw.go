@@ -83,8 +83,8 @@ func InspectRW(key string) Call {
 // ForceRW returns Force(key, ...) that also removes the readers and the
 // intents of a read-write lock on key: its reply has RW set, with the
 // number of live readers removed.
-func ForceRW(key string, floor int64, fenceTTL time.Duration, waitKey string) Call {
-	c := Force(key, floor, fenceTTL, waitKey)
+func ForceRW(key string, floor int64, waitKey string) Call {
+	c := Force(key, floor, waitKey)
 	c.Keys = append(c.Keys, RWKeys(key)...)
 	return c
 }

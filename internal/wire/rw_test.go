@@ -22,19 +22,19 @@ func TestRWKeysReserved(t *testing.T) {
 func TestSetRW(t *testing.T) {
 	r := Set{Name: "k", Kind: Reader}
 	w := Set{Name: "k", Kind: Writer, Intent: "id", IntentTTL: 1500 * time.Millisecond}
-	if c := r.Acquire("tok", time.Second, 0, time.Minute); c.Script != rwReadScript || len(c.Keys) != 4 || len(c.Args) != 3 {
+	if c := r.Acquire("tok", time.Second, 0); c.Script != rwReadScript || len(c.Keys) != 4 || len(c.Args) != 3 {
 		t.Errorf("reader's Acquire: %s %q %q", c.Script.Name(), c.Keys, c.Args)
 	}
-	c := w.Acquire("tok", time.Second, 0, time.Minute)
+	c := w.Acquire("tok", time.Second, 0)
 	if c.Script != rwWriteScript || len(c.Keys) != 4 || len(c.Args) != 5 || c.Args[3] != "id" || c.Args[4] != "1500" {
 		t.Errorf("writer's Acquire: %s %q %q", c.Script.Name(), c.Keys, c.Args)
 	}
 	// A writer's failed round is undone as a lock's, which leaves the
 	// intent; a reader's by its own script.
-	if u := c.Undo(7, time.Minute); u.Script != releaseScript {
+	if u := c.Undo(7); u.Script != releaseScript {
 		t.Errorf("writer's Undo runs %s", u.Script.Name())
 	}
-	if u := r.Acquire("tok", time.Second, 0, time.Minute).Undo(7, time.Minute); u.Script != rwReleaseScript || u.Keys[1] != "k" {
+	if u := r.Acquire("tok", time.Second, 0).Undo(7); u.Script != rwReleaseScript || u.Keys[1] != "k" {
 		t.Errorf("reader's Undo: %s %q", u.Script.Name(), u.Args)
 	}
 	if e := w.Extend("tok", time.Second); e.Script != extendScript {
