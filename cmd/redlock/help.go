@@ -103,6 +103,7 @@ func init() { cobra.EnableCommandSorting = false }
 // setHelp lays out the help of root and of every command below it, and
 // adds the help topics.
 func setHelp(root *cobra.Command) {
+	root.SetHelpCommand(newHelpCmd())
 	root.SetHelpTemplate(helpTemplate)
 	root.SetUsageTemplate(usageTemplateFor(root.PersistentFlags()))
 	for _, t := range []struct{ name, short, long string }{
@@ -115,6 +116,36 @@ func setHelp(root *cobra.Command) {
 	} {
 		// A command with neither Run nor subcommands is a help topic.
 		root.AddCommand(&cobra.Command{Use: t.name, Short: t.short, Long: t.long})
+	}
+}
+
+// newHelpCmd returns the command 'redlock help [COMMAND|TOPIC]'. Unlike
+// cobra's own, it ends with the usage status for what it does not know.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [COMMAND|TOPIC]",
+		Short: "Show the help of a command or a topic",
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []string
+			for _, sub := range c.Root().Commands() {
+				if (sub.IsAvailableCommand() || sub.IsAdditionalHelpTopicCommand()) && strings.HasPrefix(sub.Name(), toComplete) {
+					names = append(names, sub.Name()+"\t"+sub.Short)
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, _, err := c.Root().Find(args)
+			if cmd == nil || err != nil {
+				return usagef("no help for %q: 'redlock help' lists the commands and the topics", strings.Join(args, " "))
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		},
 	}
 }
 
