@@ -53,13 +53,13 @@ func TestDialParams(t *testing.T) {
 // outage, and a lock would wait for its whole context.
 func TestDialAddrs(t *testing.T) {
 	for raw, want := range map[string]string{
-		"redis://127.0.0.1:99999":          `port "99999"`,
-		"redis://h:0":                      `port "0"`,
-		"rediss://u:pw@h:65536/1":          `port "65536"`,
-		"redis://[::1]:70000":              `port "70000"`,
-		"redis://h:1?addr=h:99999":         `addr="h:99999": port "99999"`,
-		"redis://h:1?addr=:2":              `addr=":2": no host`,
-		"redis://h:1?addr=h%20x:2":         `host "h x"`,
+		"redis://127.0.0.1:99999":                `port "99999"`,
+		"redis://h:0":                            `port "0"`,
+		"rediss://u:pw@h:65536/1":                `port "65536"`,
+		"redis://[::1]:70000":                    `port "70000"`,
+		"redis://h:1?addr=h:99999":               `addr="h:99999": port "99999"`,
+		"redis://h:1?addr=:2":                    `addr=":2": no host`,
+		"redis://h:1?addr=h%20x:2":               `host "h x"`,
 		"redis://u:pw@h:1?addr=h:2&addr=[::1]:3": "",
 	} {
 		n, err := Dial(raw)
