@@ -1,0 +1,123 @@
+package main
+
+// Tests of what a first week with redlock tripped on (issue 42): silence
+// when a node is missing, bad input taken for an outage, half-answers and
+// help that does not fit a screen.
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+// lines returns the non-empty lines of s.
+func lines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// run says in one line on stderr that it runs without a node, and why,
+// whether the node has no server or refuses the password; with every node
+// up it says nothing.
+func TestRunSaysNodeMissing(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartN(t, 3, redistest.Config{})
+	srv[2].MustDo(t, "ACL", "SETUSER", "alice", "on", ">s3cret", "~*", "&*", "+@all")
+
+	r := run(t, "run", "--no-quarantine", nodesFlag(srv...), "k", "--", "true")
+	expect(t, r, 0)
+	if r.stderr != "" {
+		t.Fatalf("with every node up, stderr is not empty:\n%s", r)
+	}
+
+	wrong := "redis://alice:wrong@" + srv[2].Addr()
+	r = run(t, "run", "--no-quarantine", "--nodes", srv[0].URL()+","+srv[1].URL()+","+wrong, "k", "--", "true")
+	expect(t, r, 0, "running with 2 of 3 nodes, which tolerates no further node failure", srv[2].Addr(), "WRONGPASS")
+	if l := lines(r.stderr); len(l) != 1 {
+		t.Fatalf("want one line on stderr, got %d:\n%s", len(l), r)
+	}
+
+	if err := srv[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, "run", "--no-quarantine", "--quiet", nodesFlag(srv...), "k", "--", "true")
+	expect(t, r, 0, "running with 2 of 3 nodes", srv[2].Addr()+"/0 unreachable")
+	if l := lines(r.stderr); len(l) != 1 {
+		t.Fatalf("want one line on stderr, got %d:\n%s", len(l), r)
+	}
+}
+
+// With no nodes named, a command says on stderr which it uses, once;
+// with nodes named it does not.
+func TestDefaultNodesSaid(t *testing.T) {
+	t.Parallel()
+	r := run(t, "inspect", "--timeout", "200ms", "k")
+	if n := strings.Count(r.stderr, "using "+defaultNodes); n != 1 {
+		t.Fatalf("want the default nodes said once on stderr, got %d times:\n%s", n, r)
+	}
+	srv := redistest.Start(t, redistest.Config{})
+	r = run(t, "inspect", nodesFlag(srv), "k")
+	if strings.Contains(r.stderr, defaultNodes) {
+		t.Fatalf("the default nodes are said although --nodes is given:\n%s", r)
+	}
+}
+
+// A node URL no client could dial is a usage error, not an outage.
+func TestRunBadPortIsUsage(t *testing.T) {
+	t.Parallel()
+	for _, nodes := range []string{"redis://127.0.0.1:99999", "redis://127.0.0.1:0", "redis://h:1?addr=h:70000"} {
+		r := run(t, "run", "--nodes", nodes, "k", "--", "echo", "must not run")
+		expect(t, r, exitUsage, "want a number from 1 to 65535")
+		if strings.Contains(r.stdout, "must not run") {
+			t.Fatalf("the command ran:\n%s", r)
+		}
+	}
+}
+
+// A run that finds the lock taken names its holder as inspect does: its
+// ID, and its owner label quoted, with what needs escaping escaped.
+func TestRunTakenNamesOwner(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartN(t, 3, redistest.Config{})
+	nodes := nodesFlag(srv...)
+	dir := t.TempDir()
+	const owner = `backup "nightly" ✓`
+	p := start(t, dir, nil, "run", "--no-quarantine", "--owner", owner, nodes, "k", "--",
+		"sh", "-c", `echo "$REDLOCK_LOCK_ID" > id; sleep 60`)
+	var id string
+	waitFor(t, 30*time.Second, "the holder to start", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "id"))
+		id = strings.TrimSpace(string(b))
+		return id != "" || p.exited()
+	})
+	if p.exited() {
+		t.Fatalf("the holder ended:\n%s", p.wait())
+	}
+	r := run(t, "run", "--no-quarantine", "--wait", "0s", nodes, "k", "--", "echo", "must not run")
+	expect(t, r, exitTaken, `held by another owner, `+id+` ("backup \"nightly\" ✓")`)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait()
+}
+
+// Help for what does not exist is a usage error; a misspelt command gets
+// suggestions that read as text, not as escapes.
+func TestHelpUnknown(t *testing.T) {
+	t.Parallel()
+	r := run(t, "help", "foo")
+	expect(t, r, exitUsage, `no help for "foo"`)
+	r = run(t, "rnu", "k")
+	expect(t, r, exitUsage, "Did you mean this?\n  run\n")
+	if strings.Contains(r.stderr, `\t`) {
+		t.Fatalf("a literal \\t on stderr:\n%s", r)
+	}
+}
