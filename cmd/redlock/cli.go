@@ -41,7 +41,8 @@ func execute(args []string, stdout, stderr io.Writer) (code int) {
 		// quoted.
 		fmt.Fprintf(errw, "redlock: %s\n", printableLines(strings.ReplaceAll(err.Error(), "\n\t", "\n  ")))
 	}
-	if exitCode(err) == exitUsage {
+	// Not after a report that said what is wrong (doctor's).
+	if exitCode(err) == exitUsage && (e == nil || e.msg != "") {
 		fmt.Fprintf(errw, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return exitCode(err)

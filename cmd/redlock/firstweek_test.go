@@ -5,6 +5,7 @@ package main
 // help that does not fit a screen.
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,5 +120,68 @@ func TestHelpUnknown(t *testing.T) {
 	expect(t, r, exitUsage, "Did you mean this?\n  run\n")
 	if strings.Contains(r.stderr, `\t`) {
 		t.Fatalf("a literal \\t on stderr:\n%s", r)
+	}
+}
+
+// What the lock client refuses, doctor calls unusable, with the status of
+// run on the same nodes: one server under two URLs.
+func TestDoctorSameServerUnusable(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartN(t, 2, redistest.Config{})
+	_, port, _ := strings.Cut(srv[0].Addr(), ":")
+	nodes := "--nodes=" + srv[0].URL() + ",redis://localhost:" + port + "," + srv[1].URL()
+	r := run(t, "doctor", "--no-quarantine", nodes)
+	expect(t, r, exitUsage, "ERROR  independence", "verdict: UNUSABLE: the lock client refuses these nodes")
+	if strings.Contains(r.stdout, "USABLE WITH WARNINGS") || strings.Contains(r.stderr, "--help") {
+		t.Fatalf("doctor contradicts itself:\n%s", r)
+	}
+	expect(t, run(t, "run", "--no-quarantine", nodes, "k", "--", "true"), exitUsage, "the same Redis server")
+}
+
+// doctor says how many node failures the nodes tolerate, for any number
+// of them, and how many more when some are down.
+func TestDoctorSaysTolerance(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartN(t, 3, redistest.Config{})
+	expect(t, run(t, "doctor", nodesFlag(srv[0])), 0, "HEALTHY: 1 of 1 nodes healthy, quorum 1; 1 node(s) tolerate no node failure (3 independent masters tolerate one")
+	expect(t, run(t, "doctor", nodesFlag(srv...)), 0, "HEALTHY: 3 of 3 nodes healthy, quorum 2; 3 node(s) tolerate one node failure\n")
+	if err := srv[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, run(t, "doctor", nodesFlag(srv...)), exitFailure, "3 node(s) tolerate one node failure, no further node failure now")
+}
+
+// doctor --json never calls a node healthy in one field and unhealthy in
+// the other: an allkeys-lru node votes, but is unfit for locks.
+func TestDoctorJSONStateAgrees(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartN(t, 3, redistest.Config{})
+	srv[1].MustDo(t, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+	r := run(t, "doctor", "--json", "--no-quarantine", nodesFlag(srv...))
+	expect(t, r, exitFailure)
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, r)
+	}
+	for i, n := range rep.Nodes {
+		if (n.State == "healthy") != n.Healthy {
+			t.Errorf("node %d: state %q, healthy %v", i, n.State, n.Healthy)
+		}
+	}
+	if rep.Nodes[1].State != stateUnfit || rep.Nodes[1].Healthy {
+		t.Fatalf("the allkeys-lru node: state %q, healthy %v", rep.Nodes[1].State, rep.Nodes[1].Healthy)
+	}
+}
+
+// On a server outside a cluster, doctor's word on node markers speaks of
+// the server, not of hash slots.
+func TestDoctorMarkersPlainServer(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.Config{})
+	expect(t, run(t, "run", "--no-quarantine", nodesFlag(srv), "k", "--", "true"), 0)
+	r := run(t, "doctor", nodesFlag(srv))
+	expect(t, r, 0, "node marker(s), none with a TTL above the maximum (1h0m0s)")
+	if strings.Contains(r.stdout, "slot") {
+		t.Fatalf("doctor speaks of slots on a plain server:\n%s", r)
 	}
 }

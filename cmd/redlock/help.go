@@ -278,6 +278,8 @@ doctor:
   0        every node is healthy and nothing needs attention
   1        a quorum of healthy nodes exists, but something needs attention
   2        no quorum of healthy nodes exists
+  64       also for nodes that the lock client refuses (one server under
+           two URLs), on which every lock fails
 
 demo:
   0        every check passed

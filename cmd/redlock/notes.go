@@ -60,11 +60,31 @@ func missingText(c *redlock.Client) string {
 // tolerates says how many more node failures a quorum survives, given
 // spare, the nodes beyond the quorum.
 func tolerates(spare int) string {
+	return "which tolerates " + failures(spare, "further ")
+}
+
+// failures says k node failures, with adj before "node": "no further node
+// failure", "one node failure", "2 node failures".
+func failures(k int, adj string) string {
 	switch {
-	case spare <= 0:
-		return "which tolerates no further node failure"
-	case spare == 1:
-		return "which tolerates one further node failure"
+	case k <= 0:
+		return "no " + adj + "node failure"
+	case k == 1:
+		return "one " + adj + "node failure"
 	}
-	return fmt.Sprintf("which tolerates %d further node failures", spare)
+	return fmt.Sprintf("%d %snode failures", k, adj)
+}
+
+// toleranceText says, for doctor's verdict, how many node failures a set of
+// n nodes with the given quorum tolerates, and, when fewer than n are
+// healthy, how many more it tolerates now.
+func toleranceText(n, healthy, quorum int) string {
+	text := fmt.Sprintf("%d node(s) tolerate %s", n, failures(n-quorum, ""))
+	if n < 3 {
+		text += " (3 independent masters tolerate one, 5 tolerate two)"
+	}
+	if healthy < n && healthy >= quorum {
+		text += ", " + failures(healthy-quorum, "further ") + " now"
+	}
+	return text
 }
