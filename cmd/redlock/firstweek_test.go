@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -183,5 +184,50 @@ func TestDoctorMarkersPlainServer(t *testing.T) {
 	expect(t, r, 0, "node marker(s), none with a TTL above the maximum (1h0m0s)")
 	if strings.Contains(r.stdout, "slot") {
 		t.Fatalf("doctor speaks of slots on a plain server:\n%s", r)
+	}
+}
+
+// fullHelp returns the help of a command or topic, X: 'redlock help X',
+// and after it 'redlock help X-details' if the first screen names it.
+func fullHelp(t *testing.T, x string) result {
+	t.Helper()
+	r := run(t, "help", x)
+	if r.code == 0 && strings.Contains(r.stdout, "'redlock help "+x+"-details'") {
+		more := run(t, "help", x+"-details")
+		r.code, r.stdout, r.stderr = more.code, r.stdout+more.stdout, r.stderr+more.stderr
+	}
+	return r
+}
+
+// The first screen of any help fits 40 lines: of every command, with
+// 'help X' and 'X --help', and of every topic. What does not fit is in the
+// topic X-details, which the first screen names, which begins by saying
+// what it continues, and which the first screen of redlock does not list.
+func TestHelpFitsScreen(t *testing.T) {
+	t.Parallel()
+	details := 0
+	for _, x := range append(slices.Clone(helpCommands), helpTopics...) {
+		forms := [][]string{{"help", x}}
+		if slices.Contains(helpCommands, x) {
+			forms = append(forms, []string{x, "--help"})
+		}
+		for _, args := range forms {
+			r := run(t, args...)
+			expect(t, r, 0)
+			if n := strings.Count(r.stdout, "\n"); n > maxScreen {
+				t.Errorf("redlock %s is %d lines long, more than %d:\n%s", strings.Join(args, " "), n, maxScreen, r.stdout)
+			}
+		}
+		if r := run(t, "help", x); strings.Contains(r.stdout, "'redlock help "+x+"-details'") {
+			details++
+			more := run(t, "help", x+"-details")
+			expect(t, more, 0, x)
+			if first, _, _ := strings.Cut(more.stdout, "\n"); !strings.Contains(first, x) {
+				t.Errorf("redlock help %s-details does not begin by naming %s:\n%s", x, x, more.stdout)
+			}
+		}
+	}
+	if details == 0 {
+		t.Fatal("no help has a -details topic: nothing was too long, or the first screens do not name it")
 	}
 }
