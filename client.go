@@ -173,9 +173,9 @@ type Client struct {
 // New returns a Client for the given nodes, which must be independent of
 // each other: no node may replicate another's data. Each is a Redis
 // master, a master with replicas of its own behind Sentinel, or a Redis
-// Cluster (see the package documentation on deployments). Any number of
-// nodes is allowed, but an odd number is best: four nodes survive one
-// failure, as three do.
+// Cluster (docs/production.md, "Deployments", says what each guarantees).
+// Any number of nodes is allowed, but an odd number is best: four nodes
+// survive one failure, as three do.
 //
 // One server has one vote. New refuses two nodes of the same name, and
 // the first acquisition round that reaches two nodes that are the same

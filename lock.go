@@ -142,22 +142,23 @@ func (l *Lock) LogValue() slog.Value {
 func (l *Lock) ID() string { return wire.TokenID(l.token) }
 
 // Fence returns the lock's fencing token: a number greater than the fence
-// of every owner that held the lock before, as long as no node hands out
-// fences ahead of the other nodes' clocks by as much as the TTL of a lock
-// on the key, and no node's clock has gone back since an earlier owner's
-// grant while that node has no counter for the lock (the counters of a
-// hash slot live in its marker, which has no expiry, and a restart
-// without persistence loses it). A node's fence is its clock or,
-// when that is behind, its counter, which its clock wrote: a clock ahead
-// by X needs every TTL used on the key above X, and still does through
-// the counter until X has passed since the clock was put right. A resource
-// that only accepts writes with a fence greater than the greatest it has
-// seen cannot be written by an owner that lost the lock without noticing.
+// of every owner that held the lock before. A resource that accepts a
+// write only with a fence greater than the greatest it has seen cannot be
+// written by an owner that lost the lock without noticing.
 //
-// Each node keeps a counter per lock, max(counter+1, node clock in µs), that
-// every grant raises and every release lifts to at least the lock's fence;
-// the lock's fence is the largest its granting nodes gave. No extra round
-// trip is needed.
+// The fence costs no extra round trip: each node keeps a counter per
+// lock, max(counter+1, node clock in µs), that every grant raises and
+// every release lifts to at least the lock's fence; the lock's fence is
+// the largest its granting nodes gave. So the order holds as long as:
+//
+//   - no node hands out fences ahead of the other nodes' clocks by as much
+//     as the TTL of a lock on the key: a clock ahead by X needs every TTL
+//     used on the key above X, and still does, through the counter, until
+//     X has passed since the clock was put right;
+//   - no node's clock has gone back since an earlier owner's grant while
+//     the node has no counter for the lock: the counters of a hash slot
+//     live in its marker, which has no expiry, but a restart without
+//     persistence loses it.
 func (l *Lock) Fence() int64 { return l.fence }
 
 // Until returns the lock's validity deadline. The returned time carries a
@@ -436,10 +437,12 @@ type watchdog struct {
 	done chan struct{} // closed when the goroutine has returned
 }
 
-// AutoExtend keeps the lock alive in the background: each time a third of
-// its TTL has passed since the last extension, it extends the lock by its
-// TTL. After an extension fails for want of a quorum, it tries again after
-// a short random pause while the lock is still valid.
+// AutoExtend keeps the lock alive in the background, for at most limit
+// extensions; a limit of 0 or less sets no limit: the lock is extended
+// until it is released or lost. Each time a third of its TTL has passed
+// since the last extension, AutoExtend extends the lock by its TTL. After
+// an extension fails for want of a quorum, it tries again after a short
+// random pause while the lock is still valid.
 //
 // It stops for good at the first sign that the lock is gone (ErrLockLost,
 // ErrExpired) or that the nodes will not extend it (ErrRefused), after

@@ -108,7 +108,8 @@ func TestOpErrorRefused(t *testing.T) {
 	if !errors.Is(err, ErrRefused) || errors.Is(err, ErrNoQuorum) || errors.Is(err, ErrTaken) {
 		t.Fatal("errors.Is on a refused OpError")
 	}
-	want := `redlock: acquire "k": refused by n1, n2: WRONGPASS invalid username-password pair or user is disabled.; by n3: NOAUTH Authentication required. ` +
+	want := `redlock: acquire "k": refused by n1, n2: WRONGPASS invalid username-password pair or user is disabled. (` + driver.Hint("WRONGPASS") +
+		`); by n3: NOAUTH Authentication required. (` + driver.Hint("NOAUTH") + `) ` +
 		`(0 of 3 nodes granted, quorum 2: n1 refused in 1ms; n2 refused in 1ms; n3 refused in 1ms)`
 	if err.Error() != want {
 		t.Fatalf("Error():\n got %s\nwant %s", err, want)

@@ -21,8 +21,8 @@ import (
 //
 // On each node the writer's hold is the lock key itself, holding the
 // writer's token as Client.Lock's key holds its lock's, and the readers
-// are a sorted set of tokens, each with its own expiry on the node's clock
-// (wire.ReadersKey). A node grants a reader only while no writer holds the
+// are a sorted set of tokens, each with its own expiry on the node's clock,
+// in a key of their own. A node grants a reader only while no writer holds the
 // key and no waiting writer's intent is live, and a writer only while the
 // key is free and no reader is live. Exclusion follows as for a lock: any
 // two quorums share a node, and that node never grants both kinds at once.
@@ -34,8 +34,8 @@ import (
 // its own TTL and holds no other reader up, and extending one reader
 // changes no other's expiry.
 //
-// A writer that finds the key held records its intent on the nodes
-// (wire.IntentKey), which keeps new readers out: a stream of overlapping
+// A writer that finds the key held records its intent on the nodes, in a
+// key of its own, which keeps new readers out: a stream of overlapping
 // readers cannot keep a waiting writer out longer than the longest time
 // that the readers already granted hold (their TTLs, and their
 // extensions), plus a round and the pause before it. The intent lives

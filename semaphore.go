@@ -13,8 +13,8 @@ import (
 // A Semaphore hands out at most n permits on a key at once: a counting
 // semaphore over the Client's nodes, with the guarantees of a Lock.
 //
-// The permits are n slots, each a lock on its own key (wire.PermitKey
-// names them). To acquire a permit is to lock one free slot: each node
+// The permits are n slots, each a lock on a key of its own, in the hash
+// slot of the semaphore's key. To acquire a permit is to lock one free slot: each node
 // takes the first free slot in an order the round names, so that nodes
 // that agree on which slots are held grant the same one, and the permit
 // is the slot that a quorum granted. Since a slot is a lock, two valid permits never share a

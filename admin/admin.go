@@ -41,8 +41,8 @@ func (a *Client) States() []observe.NodeState { return a.c.States() }
 // (Age), the largest TTL recorded on it (MaxTTL), its clock (ClockOffset),
 // and from these whether it is in quarantine.
 //
-// A node keeps its records per cluster hash slot (see [wire.MarkerKey]);
-// Probe reads those of the slot of the empty key. The process age is the
+// A node keeps its records per cluster hash slot, in the slot's node
+// marker; Probe reads those of the slot of the empty key. The process age is the
 // same in every slot, but the largest TTL is the one used in that slot,
 // and a slot that has not yet seen its node's promotion from replica to
 // master is in quarantine only once a lock is tried in it.
@@ -288,7 +288,7 @@ func (a *Client) ForceRelease(ctx context.Context, key string) ([]KeyView, error
 // lock, and returns one Inspection per slot, slot 0 first. It changes
 // nothing.
 //
-// Each Inspection's Key is the slot's key (wire.PermitKey). A slot held on
+// Each Inspection's Key is the slot's own key. A slot held on
 // a quorum is a permit in use: its Holder is the permit's ID
 // (redlock.Permit.ID) and its Owner the permit's owner's label. The slots
 // are read at once, through the redlock.Client that made s, even if it is

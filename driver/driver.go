@@ -110,7 +110,27 @@ type ReplyError struct {
 	Err error  // the client library's error for the reply; may be nil
 }
 
-func (e *ReplyError) Error() string { return e.Msg }
+// Error returns Msg, followed by a hint in parentheses when the code is
+// one that says the credentials are missing or wrong (see [Hint]).
+func (e *ReplyError) Error() string {
+	if h := Hint(e.Code()); h != "" && !strings.Contains(e.Msg, h) {
+		return e.Msg + " (" + h + ")"
+	}
+	return e.Msg
+}
+
+// Hint says what to do about an error reply with the given code, for the
+// codes with which a server refuses a client's credentials for good:
+// NOAUTH and WRONGPASS. It returns "" for any other code.
+func Hint(code string) string {
+	switch code {
+	case "NOAUTH":
+		return "the server requires a password: give it in the node's URL, redis://USER:PASSWORD@HOST:PORT, or in its client's options"
+	case "WRONGPASS":
+		return "the user name or password given for the node is wrong, or the user is disabled"
+	}
+	return ""
+}
 
 // Unwrap returns Err.
 func (e *ReplyError) Unwrap() error { return e.Err }

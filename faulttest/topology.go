@@ -136,7 +136,10 @@ func (c *Cluster) sentinelNode(i int) (redlock.Node, interface{ Close() error })
 		MaxRetries:            -1,
 		ContextTimeoutEnabled: true,
 	})
-	n := goredisnode.New(fc, "")
+	n, err := goredisnode.New(fc, "")
+	if err != nil {
+		panic(err) // the options above are the ones New requires
+	}
 	return n, closers{n, fc}
 }
 

@@ -70,7 +70,10 @@ func TestEvalFake(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeScripter{evalSha: tt.evalSha, eval: tt.eval}
-			n := New(f, "fake")
+			n, err := New(f, "fake")
+			if err != nil {
+				t.Fatal(err)
+			}
 			got, err := n.eval(ctx, "sha", "src", []string{"k"}, []string{"a"})
 			if !errors.Is(err, tt.wantErr) || !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("eval = %#v, %v; want %#v, %v", got, err, tt.want, tt.wantErr)
@@ -80,7 +83,7 @@ func TestEvalFake(t *testing.T) {
 			}
 		})
 	}
-	if err := New(&fakeScripter{}, "fake").Close(); err != nil {
+	if n, err := New(&fakeScripter{}, "fake"); err != nil || n.Close() != nil {
 		t.Errorf("Close of a wrapped client: %v", err)
 	}
 }

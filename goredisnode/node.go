@@ -33,6 +33,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/driver/tlsfiles"
 	"github.com/redis/go-redis/v9"
@@ -65,11 +66,19 @@ var _ driver.Batcher = (*Node)(nil)
 // New returns a Node that runs scripts through c, which may be any client
 // that can evaluate scripts: a *redis.Client, or any [redis.UniversalClient].
 //
-// The caller keeps ownership of c: Close does not close it. For the lock
-// client to behave as documented, c should not retry commands
-// (Options.MaxRetries = -1) and should honour context deadlines
-// (Options.ContextTimeoutEnabled = true); [Dial] configures its clients
-// that way.
+// The caller keeps ownership of c: Close does not close it. c must honour
+// context deadlines: New fails, with an error wrapping
+// [redlock.ErrInvalid], for a *redis.Client (a failover client included)
+// or a *redis.ClusterClient made without Options.ContextTimeoutEnabled =
+// true. Such a client waits for a node that does not answer as long as
+// its own read timeout and retries say (seconds, by default), whatever a
+// lock call's context allows, so that a lock call, a release or
+// [redlock.Client.Close] would outlast its own bound. New does not change
+// the caller's client: it would change it under the caller's other users
+// too. Options.MaxRetries = -1 is also advised, though not required: the
+// lock scripts are safe to run twice, and with deadlines honoured a retry
+// ends with its call, but the lock client's rounds already decide what to
+// retry. [Dial] configures its clients that way.
 //
 // A Node is one node of the lock client, whatever c talks to: one Redis
 // master, a Redis Cluster (a *redis.ClusterClient, or a universal client
@@ -92,12 +101,36 @@ var _ driver.Batcher = (*Node)(nil)
 // "@" and the address of the client value, which is stable for the life of
 // the client but not across processes. A failover (Sentinel) client reports
 // the address "FailoverClient", so such clients should be given a name.
-func New(c redis.Scripter, name string) *Node {
+func New(c redis.Scripter, name string) (*Node, error) {
+	if err := checkClient(c); err != nil {
+		return nil, err
+	}
 	if name == "" {
 		name = deriveName(c)
 	}
 	p, _ := c.(processor)
-	return &Node{c: c, p: p, name: name}
+	return &Node{c: c, p: p, name: name}, nil
+}
+
+// checkClient returns an error wrapping redlock.ErrInvalid if c is a
+// go-redis client whose options New can read and which ignores context
+// deadlines.
+func checkClient(c redis.Scripter) error {
+	var deadlines bool
+	switch c := c.(type) {
+	case *redis.Client:
+		deadlines = c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		deadlines = c.Options().ContextTimeoutEnabled
+	default:
+		return nil
+	}
+	if deadlines {
+		return nil
+	}
+	return fmt.Errorf("goredisnode: New: the client ignores context deadlines, so a node that does not answer "+
+		"holds a lock call, a release or Close for its read timeout and retries: "+
+		"make it with ContextTimeoutEnabled: true (and MaxRetries: -1), or use goredisnode.Dial: %w", redlock.ErrInvalid)
 }
 
 // processor is a client that runs a command it is given, as

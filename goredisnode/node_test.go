@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/driver/drivertest"
 	"github.com/quorumlock/redlock/goredisnode"
@@ -43,7 +44,7 @@ func TestNew(t *testing.T) {
 	})
 	defer c.Close()
 
-	n := goredisnode.New(c, "")
+	n := mustNew(t, c, "")
 	drivertest.CheckName(t, n.Name(), srv.Addr()+"/2")
 	drivertest.ExerciseScripts(t, n, "lock:new")
 	if err := n.Close(); err != nil {
@@ -55,30 +56,40 @@ func TestNew(t *testing.T) {
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatalf("client closed by Node.Close: %v", err)
 	}
-	if n := goredisnode.New(c, "primary"); n.Name() != "primary" {
+	if n := mustNew(t, c, "primary"); n.Name() != "primary" {
 		t.Errorf("Name() = %q, want primary", n.Name())
 	}
 
-	var u redis.UniversalClient = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:1"}, DB: 1})
+	var u redis.UniversalClient = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:1"}, DB: 1, ContextTimeoutEnabled: true})
 	defer u.Close()
-	if n := goredisnode.New(u, ""); n.Name() != "127.0.0.1:1/1" {
+	if n := mustNew(t, u, ""); n.Name() != "127.0.0.1:1/1" {
 		t.Errorf("Name() of a universal client = %q", n.Name())
 	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"10.0.0.2:7000", "10.0.0.1:7000"}, Password: secret})
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"10.0.0.2:7000", "10.0.0.1:7000"}, Password: secret, ContextTimeoutEnabled: true})
 	defer cc.Close()
-	drivertest.CheckName(t, goredisnode.New(cc, "").Name(), "10.0.0.1:7000,10.0.0.2:7000")
+	drivertest.CheckName(t, mustNew(t, cc, "").Name(), "10.0.0.1:7000,10.0.0.2:7000")
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"b": "10.0.0.2:6379", "a": "10.0.0.1:6379"}, Password: secret})
 	defer ring.Close()
-	drivertest.CheckName(t, goredisnode.New(ring, "").Name(), "10.0.0.1:6379,10.0.0.2:6379")
+	drivertest.CheckName(t, mustNew(t, ring, "").Name(), "10.0.0.1:6379,10.0.0.2:6379")
 
 	other := &otherScripter{Scripter: c, secret: secret}
-	name := goredisnode.New(other, "").Name()
+	name := mustNew(t, other, "").Name()
 	if !strings.HasPrefix(name, "*goredisnode_test.otherScripter@0x") || strings.Contains(name, secret) {
 		t.Errorf("Name() of another Scripter = %q", name)
 	}
-	if again := goredisnode.New(other, "").Name(); again != name {
+	if again := mustNew(t, other, "").Name(); again != name {
 		t.Errorf("Name() of the same client changed from %q to %q", name, again)
 	}
+}
+
+// mustNew returns goredisnode.New(c, name), failing t on an error.
+func mustNew(t *testing.T, c redis.Scripter, name string) *goredisnode.Node {
+	t.Helper()
+	n, err := goredisnode.New(c, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 type otherScripter struct {
@@ -116,7 +127,7 @@ func TestAcquireRetried(t *testing.T) {
 				ContextTimeoutEnabled: true,
 			})
 			t.Cleanup(func() { c.Close() })
-			n := goredisnode.New(c, "")
+			n := mustNew(t, c, "")
 
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -143,7 +154,7 @@ func TestNewCluster(t *testing.T) {
 	addrs := cl.Addrs()
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer cc.Close()
-	n := goredisnode.New(cc, "")
+	n := mustNew(t, cc, "")
 	defer n.Close()
 	drivertest.CheckName(t, n.Name(), strings.Join(slices.Sorted(slices.Values(addrs)), ","))
 	drivertest.ExerciseCluster(t, n, cl, ":cluster")
@@ -153,7 +164,7 @@ func TestNewCluster(t *testing.T) {
 	if _, ok := u.(*redis.ClusterClient); !ok {
 		t.Fatalf("a universal client of several addresses is a %T", u)
 	}
-	un := goredisnode.New(u, "cluster")
+	un := mustNew(t, u, "cluster")
 	defer un.Close()
 	drivertest.ExerciseCluster(t, un, cl, ":universal")
 }
@@ -261,7 +272,59 @@ func TestNewFailover(t *testing.T) {
 		ContextTimeoutEnabled: true,
 	})
 	defer fc.Close()
-	n := goredisnode.New(fc, "locks")
+	n := mustNew(t, fc, "locks")
 	defer n.Close()
 	drivertest.ExerciseFailover(t, n, master, replica, link, sentinel)
+}
+
+// New refuses at once a go-redis client that ignores context deadlines
+// (go-redis's default), saying what to set, rather than letting a node
+// that does not answer hold a release or Close for seconds. A client made
+// as advised works with one of three nodes paused. How long the release
+// and Close take is logged; the benchmarks time such things.
+func TestNewNeedsDeadlines(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartN(t, 3, redistest.Config{})
+	def := redis.NewClient(&redis.Options{Addr: srv[0].Addr()})
+	defer def.Close()
+	fc := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "locks", SentinelAddrs: []string{srv[1].Addr()}})
+	defer fc.Close()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv[2].Addr()}, MaxRetries: -1})
+	defer cc.Close()
+	for _, c := range []redis.Scripter{def, fc, cc} {
+		n, err := goredisnode.New(c, "")
+		if n != nil || !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "ContextTimeoutEnabled: true") {
+			t.Fatalf("New(%T with default options) = %v, %v; want an error naming ContextTimeoutEnabled", c, n, err)
+		}
+	}
+
+	var nodes []redlock.Node
+	for _, s := range srv {
+		// MaxRetries left at go-redis's default, 3: allowed.
+		c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
+		defer c.Close()
+		nodes = append(nodes, mustNew(t, c, ""))
+	}
+	locks, err := redlock.New(nodes, &redlock.Options{DisableQuarantine: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := locks.Lock(ctx, "k", 10*time.Second)
+	if err != nil {
+		locks.Close()
+		t.Fatal(err)
+	}
+	if err := srv[2].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv[2].Resume()
+	t0 := time.Now()
+	relErr := l.Release(ctx)
+	locks.Close()
+	t.Logf("with one of three nodes paused, Release and Close took %v", time.Since(t0))
+	if relErr != nil {
+		t.Fatalf("Release with 2 of 3 nodes: %v", relErr)
+	}
 }

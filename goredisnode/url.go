@@ -32,6 +32,9 @@ func parse(rawURL string) (*redis.Options, *redis.ClusterOptions, error) {
 	if err := nodeurl.Scheme(rawURL); err != nil {
 		return nil, nil, err
 	}
+	if err := nodeurl.Addrs(rawURL); err != nil {
+		return nil, nil, err
+	}
 	cluster, rest, err := nodeurl.Cluster(rawURL)
 	switch {
 	case err != nil:

@@ -32,6 +32,9 @@ func parse(rawURL string) (opt rueidis.ClientOption, cluster bool, err error) {
 	if err := nodeurl.Scheme(rawURL); err != nil {
 		return opt, false, err
 	}
+	if err := nodeurl.Addrs(rawURL); err != nil {
+		return opt, false, err
+	}
 	cluster, rest, err := nodeurl.Cluster(rawURL)
 	if err != nil {
 		return opt, false, err

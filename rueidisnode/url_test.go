@@ -46,3 +46,41 @@ func TestDialParams(t *testing.T) {
 		t.Errorf("dial timeout %v, write timeout %v, %v", opt.Dialer.Timeout, opt.ConnWriteTimeout, err)
 	}
 }
+
+// An address that no client could dial (a port out of range, a host that
+// is not one) is refused at Dial with an error that wraps
+// redlock.ErrInvalid and says what is wrong: dialled, it would read as an
+// outage, and a lock would wait for its whole context.
+func TestDialAddrs(t *testing.T) {
+	for raw, want := range map[string]string{
+		"redis://127.0.0.1:99999":                `port "99999"`,
+		"redis://h:0":                            `port "0"`,
+		"rediss://u:pw@h:65536/1":                `port "65536"`,
+		"redis://[::1]:70000":                    `port "70000"`,
+		"redis://h:1?addr=h:99999":               `addr="h:99999": port "99999"`,
+		"redis://h:1?addr=:2":                    `addr=":2": no host`,
+		"redis://h:1?addr=h%20x:2":               `host "h x"`,
+		"redis://u:pw@h:1?addr=h:2&addr=[::1]:3": "",
+	} {
+		n, err := Dial(raw)
+		if want == "" {
+			if err != nil {
+				t.Errorf("Dial(%q): %v", raw, err)
+			} else {
+				n.Close()
+			}
+			continue
+		}
+		if err == nil || !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "pw") {
+			t.Errorf("Dial(%q): %v; want an error with %s", raw, err, want)
+		}
+	}
+	for _, raw := range []string{"redis://h:65535", "redis://[::1]:6379", "redis://h", "rediss://h:1/2"} {
+		n, err := Dial(raw)
+		if err != nil {
+			t.Errorf("Dial(%q): %v", raw, err)
+			continue
+		}
+		n.Close()
+	}
+}

@@ -35,10 +35,14 @@ func execute(args []string, stdout, stderr io.Writer) (code int) {
 	case errors.As(err, &e) && e.msg != "":
 		fmt.Fprintf(errw, "redlock: %s\n", printableLines(e.msg))
 	case e == nil:
-		// An error from parsing the command line.
-		fmt.Fprintf(errw, "redlock: %s\n", printableLines(err.Error()))
+		// An error from parsing the command line. cobra indents its
+		// suggestions ("Did you mean this?") with tabs, which
+		// printableLines would show escaped; the user's words in it are
+		// quoted.
+		fmt.Fprintf(errw, "redlock: %s\n", printableLines(strings.ReplaceAll(err.Error(), "\n\t", "\n  ")))
 	}
-	if exitCode(err) == exitUsage {
+	// Not after a report that said what is wrong (doctor's).
+	if exitCode(err) == exitUsage && (e == nil || e.msg != "") {
 		fmt.Fprintf(errw, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return exitCode(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,7 +67,9 @@ Exit status (see also 'redlock help exit-codes'):
   0       every node is healthy and nothing needs attention
   1       a quorum of healthy nodes exists, but something needs attention
   2       no quorum of healthy nodes exists
-  64      usage error: bad flags, arguments or node URLs`,
+  64      usage error: bad flags, arguments or node URLs, or nodes that
+          the lock client refuses (one server under two URLs): every
+          lock on them fails, as 'redlock run' does with status 64`,
 		Example: `  redlock doctor
   redlock doctor --nodes redis://a:6379,redis://b:6379,redis://c:6379
   redlock doctor --nodes 'redis://a:7000?addr=b:7000&addr=c:7000'   # one cluster
@@ -120,7 +123,7 @@ type nodeReport struct {
 	ClockOffsetMilli float64    `json:"clock_offset_ms"`
 	UptimeSeconds    int64      `json:"uptime_s,omitempty"`
 	RunID            string     `json:"run_id,omitempty"`
-	State            string     `json:"state,omitempty"` // healthy, quarantined, unreachable, refusing; "" for a cluster's master
+	State            string     `json:"state,omitempty"` // healthy, unfit, quarantined, unreachable, refusing; "" for a cluster's master
 	QuarantinedUntil *time.Time `json:"quarantined_until,omitempty"`
 	Healthy          bool       `json:"healthy"`
 
@@ -143,7 +146,7 @@ type doctorReport struct {
 	Nodes   []nodeReport `json:"nodes"`
 	Quorum  int          `json:"quorum"`
 	Healthy int          `json:"healthy"`
-	Verdict string       `json:"verdict"` // healthy, degraded, failing
+	Verdict string       `json:"verdict"` // healthy, degraded, failing, unusable
 	Summary string       `json:"summary"`
 }
 
@@ -220,6 +223,8 @@ func runDoctor(ctx context.Context, w io.Writer, nf *nodeFlags, df *reportFlags)
 		return nil
 	case "degraded":
 		return silentExit(exitFailure)
+	case "unusable":
+		return silentExit(exitUsage)
 	}
 	return silentExit(exitNoQuorum)
 }
@@ -439,10 +444,24 @@ func judge(rep *doctorReport, states []observe.NodeState, now time.Time) {
 		n.Healthy = n.Reachable && states[i].Health == observe.NodeHealthy && !n.has(levelError)
 		if n.Healthy {
 			rep.Healthy++
+		} else if n.State == observe.NodeHealthy.String() {
+			// The lock client lets it vote, but doctor found it unfit.
+			n.State = stateUnfit
 		}
 	}
 	verdict(rep)
 }
+
+// stateUnfit is the state of a node that the lock client lets vote but
+// that has an error that makes it unfit for locks, such as an allkeys-*
+// eviction policy.
+const stateUnfit = "unfit"
+
+// refusedChecks are the checks whose errors the lock client refuses to
+// work with at all (every lock fails with redlock.ErrInvalid, and 'redlock
+// run' exits 64), not only counts the node out: they make the verdict
+// unusable.
+var refusedChecks = []string{"independence"}
 
 // checkIndependence reports nodes that are, or share, the same Redis
 // server (the same run_id) under two URLs, a cluster's masters included:
@@ -493,10 +512,19 @@ func checkVoting(n *nodeReport, s observe.NodeState, now time.Time) {
 // otherwise.
 func verdict(rep *doctorReport) {
 	attention := false
+	var refused []string
 	for _, n := range rep.Nodes {
 		attention = attention || !n.Healthy || n.has(levelWarn)
+		for _, f := range n.Findings {
+			if f.Level == levelError && slices.Contains(refusedChecks, f.Check) {
+				refused = append(refused, n.Node+": "+f.Message)
+			}
+		}
 	}
 	switch {
+	case len(refused) > 0:
+		rep.Verdict = "unusable"
+		rep.Summary = fmt.Sprintf("UNUSABLE: the lock client refuses these nodes, and every lock on them fails (%s)", strings.Join(refused, "; "))
 	case rep.Healthy < rep.Quorum:
 		rep.Verdict = "failing"
 		rep.Summary = fmt.Sprintf("NO QUORUM: %d of %d nodes healthy, %d needed; locks cannot be had safely", rep.Healthy, len(rep.Nodes), rep.Quorum)
@@ -506,6 +534,9 @@ func verdict(rep *doctorReport) {
 	default:
 		rep.Verdict = "healthy"
 		rep.Summary = fmt.Sprintf("HEALTHY: %d of %d nodes healthy, quorum %d", rep.Healthy, len(rep.Nodes), rep.Quorum)
+	}
+	if rep.Verdict != "unusable" {
+		rep.Summary += "; " + toleranceText(len(rep.Nodes), rep.Healthy, rep.Quorum)
 	}
 	if len(rep.Nodes)%2 == 0 {
 		rep.Summary += fmt.Sprintf("; note: %d nodes survive as many failures as %d, use an odd number", len(rep.Nodes), len(rep.Nodes)-1)

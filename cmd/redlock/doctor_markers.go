@@ -126,6 +126,7 @@ func checkMarkers(ctx context.Context, rc redis.Cmdable, timeout time.Duration, 
 	}
 	nowUs := float64(now.UnixMicro())
 	var found []markerReport
+	present := 0 // markers that exist
 	for len(todo) > 0 {
 		batch := todo[:min(markerBatch, len(todo))]
 		todo = todo[len(batch):]
@@ -143,6 +144,9 @@ func checkMarkers(ctx context.Context, rc redis.Cmdable, timeout time.Duration, 
 			return
 		}
 		for i, c := range cmds {
+			if slices.ContainsFunc(c.Val(), func(v any) bool { return v != nil }) {
+				present++
+			}
 			if m, ok := horizon(c.Val(), nowUs, limit); ok {
 				m.Slot, m.Key = batch[i], markerKeys()[batch[i]]
 				found = append(found, m)
@@ -150,8 +154,17 @@ func checkMarkers(ctx context.Context, rc redis.Cmdable, timeout time.Duration, 
 		}
 	}
 	n.OversizedMarkers = found
-	if len(found) == 0 {
+	switch {
+	case len(found) == 0 && slots != nil:
 		n.add(levelOK, "markers", "no node marker holds its slot back longer than the maximum TTL (%v), now or after a restart", maxTTL)
+		return
+	case len(found) == 0 && present == 0:
+		// A server outside a cluster keeps its markers per hash slot
+		// too, but its user thinks of one server, not of slots.
+		n.add(levelOK, "markers", "no node markers: no lock client has recorded a TTL on this node yet")
+		return
+	case len(found) == 0:
+		n.add(levelOK, "markers", "%d node marker(s), none with a TTL above the maximum (%v): none keeps the node from voting longer than a lock can last, now or after a restart", present, maxTTL)
 		return
 	}
 	level, holding := levelWarn, 0

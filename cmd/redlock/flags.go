@@ -43,7 +43,8 @@ type nodeFlags struct {
 	quarantine   time.Duration
 	noQuarantine bool
 	tls          tlsFlags
-	stderr       io.Writer // for the warning of --insecure
+	stderr       io.Writer // for the warning of --insecure, and the default nodes
+	saidDefault  bool      // whether the use of defaultNodes was told on stderr
 }
 
 // given reports whether the nodes were named, by --nodes, --nodes-file,
@@ -128,6 +129,12 @@ func (f *nodeFlags) urls() ([]string, error) {
 	src, err := f.source()
 	if err != nil {
 		return nil, err
+	}
+	if src.name == "the default" && !f.saidDefault && f.stderr != nil {
+		// A user who forgot to name the nodes learns it before the
+		// errors that an absent local server brings.
+		f.saidDefault = true
+		fmt.Fprintf(f.stderr, "redlock: no nodes named (--nodes, --nodes-file, $%s or $%s): using %s\n", envNodes, envNodesFile, defaultNodes)
 	}
 	entries := src.entries()
 	if len(entries) == 0 {

@@ -39,7 +39,7 @@ Available Commands:{{range .Commands}}{{if .IsAvailableCommand}}
 Examples:
 {{.Example}}
 
-Additional help topics:{{range .Commands}}{{if .IsAdditionalHelpTopicCommand}} {{.Name}}{{end}}{{end}}
+Additional help topics:{{range .Commands}}{{if and .IsAdditionalHelpTopicCommand (not (index .Annotations "details"))}} {{.Name}}{{end}}{{end}}
 Read one with "{{.CommandPath}} help TOPIC", and a command's help with "{{.CommandPath}} help COMMAND".
 {{else}}Usage:{{if .Runnable}}
   {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
@@ -103,6 +103,7 @@ func init() { cobra.EnableCommandSorting = false }
 // setHelp lays out the help of root and of every command below it, and
 // adds the help topics.
 func setHelp(root *cobra.Command) {
+	root.SetHelpCommand(newHelpCmd())
 	root.SetHelpTemplate(helpTemplate)
 	root.SetUsageTemplate(usageTemplateFor(root.PersistentFlags()))
 	for _, t := range []struct{ name, short, long string }{
@@ -115,6 +116,95 @@ func setHelp(root *cobra.Command) {
 	} {
 		// A command with neither Run nor subcommands is a help topic.
 		root.AddCommand(&cobra.Command{Use: t.name, Short: t.short, Long: t.long})
+	}
+	fitScreens(root)
+}
+
+// maxScreen is the most lines that the first screen of any help may take:
+// 'redlock help X' for a command or a topic.
+const maxScreen = 40
+
+// fitScreens makes the first screen of every command and topic of root
+// fit maxScreen lines. What does not fit goes to a topic of its own,
+// X-details, which the first screen names and the list of topics leaves
+// out (its annotation "details" names X). For a command, the first screen keeps the first paragraph of its
+// description and as many of its examples as fit; the topic has every
+// example and the whole description. A topic keeps as many of its
+// paragraphs as fit. The texts themselves stay whole where they are
+// written, so that they are edited in one place.
+func fitScreens(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		if c.Hidden || c.Name() == "help" || helpLines(c) <= maxScreen {
+			continue
+		}
+		topic := c.Name() + "-details"
+		more := fmt.Sprintf("More: '%s help %s'", root.Name(), topic)
+		var full string
+		if c.Runnable() {
+			full = fmt.Sprintf("%s %s, in full: every example, and the whole description.\n", root.Name(), c.Name())
+			if c.Example != "" {
+				full += "\nExamples:\n" + c.Example + "\n"
+			}
+			full += "\nDescription:\n" + c.Long
+			summary, _, _ := strings.Cut(c.Long, "\n\n")
+			c.Long = summary + "\n\n" + more + " has every example and the whole description."
+			examples := strings.Split(c.Example, "\n\n")
+			for n := len(examples); n >= 0 && helpLines(c) > maxScreen; n-- {
+				c.Example = strings.Join(examples[:n], "\n\n")
+			}
+		} else {
+			paras := strings.Split(c.Long, "\n\n")
+			n := len(paras)
+			for ; n > 1; n-- {
+				c.Long = strings.Join(paras[:n], "\n\n") + "\n\n" + more + "."
+				if helpLines(c) <= maxScreen {
+					break
+				}
+			}
+			full = fmt.Sprintf("%s help %s, continued.\n\n", root.Name(), c.Name()) + strings.Join(paras[n:], "\n\n")
+		}
+		root.AddCommand(&cobra.Command{Use: topic, Short: c.Short + ": the rest", Long: full,
+			Annotations: map[string]string{"details": c.Name()}})
+	}
+}
+
+// helpLines returns how many lines the help of c takes.
+func helpLines(c *cobra.Command) int {
+	var b strings.Builder
+	c.InitDefaultHelpFlag()
+	c.SetOut(&b)
+	c.Help()
+	c.SetOut(nil)
+	return strings.Count(b.String(), "\n")
+}
+
+// newHelpCmd returns the command 'redlock help [COMMAND|TOPIC]'. Unlike
+// cobra's own, it ends with the usage status for what it does not know.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [COMMAND|TOPIC]",
+		Short: "Show the help of a command or a topic",
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []string
+			for _, sub := range c.Root().Commands() {
+				if (sub.IsAvailableCommand() || sub.IsAdditionalHelpTopicCommand()) && strings.HasPrefix(sub.Name(), toComplete) {
+					names = append(names, sub.Name()+"\t"+sub.Short)
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, _, err := c.Root().Find(args)
+			if cmd == nil || err != nil {
+				return usagef("no help for %q: 'redlock help' lists the commands and the topics", strings.Join(args, " "))
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		},
 	}
 }
 
@@ -247,6 +337,8 @@ doctor:
   0        every node is healthy and nothing needs attention
   1        a quorum of healthy nodes exists, but something needs attention
   2        no quorum of healthy nodes exists
+  64       also for nodes that the lock client refuses (one server under
+           two URLs), on which every lock fails
 
 demo:
   0        every check passed

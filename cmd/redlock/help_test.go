@@ -70,7 +70,7 @@ func TestCommandHelpLayout(t *testing.T) {
 // TOPIC' shows a topic too.
 func TestHelpTopics(t *testing.T) {
 	t.Parallel()
-	expect(t, run(t, "help", "nodes"), 0, "redis://[[user]:password@]host[:port][/db]", "rediss://", "unix://", "?addr=", "?cluster=true",
+	expect(t, fullHelp(t, "nodes"), 0, "redis://[[user]:password@]host[:port][/db]", "rediss://", "unix://", "?addr=", "?cluster=true",
 		defaultNodes, "REDLOCK_NODES", "3 survive one failure", "Sentinel", "percent-encoded", "never printed")
 	expect(t, run(t, "nodes"), 0, "?cluster=true")
 	expect(t, run(t, "help", "tls"), 0, "rediss://", "private CA", "status 78")
@@ -84,7 +84,7 @@ func TestHelpTopics(t *testing.T) {
 		exitNoPerm, exitConfig} {
 		want = append(want, "\n  "+strconv.Itoa(code)+" ")
 	}
-	expect(t, run(t, "help", "exit-codes"), 0, want...)
+	expect(t, fullHelp(t, "exit-codes"), 0, want...)
 
 	expect(t, run(t, "help", "environment"), 0, append([]string{envNodes, envCACert, envCACertDir, envCert, envKey, envSNI, envInsecure},
 		childVars...)...)

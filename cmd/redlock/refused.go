@@ -50,7 +50,11 @@ var permissionCodes = map[string]bool{"NOAUTH": true, "WRONGPASS": true, "NOPERM
 // means and what to do about it; "" when there is nothing to add to the
 // server's own words.
 func refusalHint(err error) string {
-	switch code := errorCode(err); code {
+	code := errorCode(err)
+	if h := driver.Hint(code); h != "" && strings.Contains(err.Error(), h) {
+		return "" // the node's error has the hint already
+	}
+	switch code {
 	case "NOAUTH":
 		return "the node requires a password: put it in the node URL, redis://USER:PASSWORD@HOST:PORT"
 	case "WRONGPASS":

@@ -245,6 +245,9 @@ type target struct {
 	what string // what is held: `the lock "KEY"`
 	verb string // what obtaining it is called: "acquired"
 	busy string // why others keep it from being obtained: `the lock "KEY" is held by another owner`
+	// owner, if not nil, says busy with the holder named; it asks the
+	// nodes.
+	owner func() string
 	// taken says, while the runner waits, why the target is not free
 	// although enough nodes can vote; it may ask the nodes.
 	taken func() string
@@ -268,7 +271,8 @@ func lockTarget(r *runner, c *redlock.Client) *target {
 		what:  fmt.Sprintf("the lock %q", key),
 		verb:  "acquired",
 		busy:  fmt.Sprintf("the lock %q is held by another owner", key),
-		taken: func() string { return "it is held by another owner" },
+		owner: func() string { return fmt.Sprintf("the lock %q is held by %s", key, heldBy(c, key)) },
+		taken: func() string { return "it is held by " + heldBy(c, key) },
 		obtain: func(ctx context.Context, once bool) (*redlock.Lock, []string, error) {
 			var l *redlock.Lock
 			var err error
@@ -413,6 +417,9 @@ func (r *runner) run() error {
 	if err != nil {
 		return err
 	}
+	if text := missingText(c); text != "" {
+		r.warn("%s", text)
+	}
 	l.AutoExtend(0) // a leadership's lock extends itself already: no effect
 	lctx := l.Context()
 
@@ -551,8 +558,12 @@ func (r *runner) acquireError(c *redlock.Client, tg *target, err error) error {
 		return &exitError{code: refusalStatus(err), err: err,
 			msg: fmt.Sprintf("%s cannot be %s: %s", tg.what, tg.verb, refusedText(oe))}
 	case errors.Is(err, redlock.ErrTaken):
+		busy := tg.busy
+		if tg.owner != nil {
+			busy = tg.owner()
+		}
 		return &exitError{code: exitTaken, err: err,
-			msg: fmt.Sprintf("%s; not %s %s", tg.busy, tg.verb, within)}
+			msg: fmt.Sprintf("%s; not %s %s", busy, tg.verb, within)}
 	case errors.Is(err, redlock.ErrNoQuorum), errors.Is(err, redlock.ErrExpired):
 		return &exitError{code: exitUnavailable, err: err,
 			msg: fmt.Sprintf("%s could not be %s %s: %s", tg.what, tg.verb, within, noQuorumText(c, oe))}

@@ -83,6 +83,59 @@ func Scheme(rawURL string) error {
 	return fmt.Errorf("scheme %s:// is not one of a node's; %s", strings.ToLower(scheme), Expected)
 }
 
+// Addrs returns nil if every address in rawURL, a redis:// or rediss://
+// URL, is one a client could dial: its host and those of its addr
+// parameters, each with a port from 1 to 65535 if it has one. Client
+// libraries split an address without checking its parts, so a port
+// such as 99999 would only fail when dialled, which a lock client takes
+// for an outage. A URL or query that does not parse, and a unix:// URL,
+// is left for the client library's parser to judge. The error names the
+// address and what is wrong with it; it does not repeat the user
+// information.
+func Addrs(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "redis" && u.Scheme != "rediss" {
+		return nil
+	}
+	if err := addr(u.Host, true); err != nil {
+		return err
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil
+	}
+	for _, a := range q["addr"] {
+		if err := addr(a, false); err != nil {
+			return fmt.Errorf("addr=%q: %w", a, err)
+		}
+	}
+	return nil
+}
+
+// addr checks one address, host[:port]; the host may be empty (the client
+// library's default, localhost) if emptyHost is true.
+func addr(hostport string, emptyHost bool) error {
+	host, port := hostport, ""
+	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && !strings.Contains(hostport[i:], "]") {
+		host, port = hostport[:i], hostport[i+1:]
+	}
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	}
+	switch {
+	case host == "" && !emptyHost:
+		return errors.New("no host")
+	case strings.ContainsFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("/?#@[]", r) }):
+		return fmt.Errorf("host %q: not a host name or an IP address", host)
+	case port == "":
+		return nil
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q: want a number from 1 to 65535", port)
+	}
+	return nil
+}
+
 // MaxConns is the largest number of connections, or of connection
 // attempts at once, that a query parameter may ask for: far above what a
 // lock node needs, and small enough that a pool of this size costs

@@ -128,3 +128,29 @@ func TestErrorIsInvalid(t *testing.T) {
 		t.Errorf("%v does not wrap ErrInvalid", err)
 	}
 }
+
+func TestAddrs(t *testing.T) {
+	for raw, want := range map[string]string{
+		"redis://h:6379":                "",
+		"redis://[::1]:6379":            "",
+		"redis://[::1]":                 "",
+		"redis://h":                     "",
+		"redis://:pw@h:1":               "",
+		"unix:///tmp/r.sock":            "",
+		"redis://h:1?addr=h:2&addr=h:3": "",
+		"redis://h:99999":               `port "99999"`,
+		"redis://h:0":                   `port "0"`,
+		"rediss://[::1]:65536":          `port "65536"`,
+		"redis://h:1?addr=h:70000":      `addr="h:70000": port "70000"`,
+		"redis://h:1?addr=:2":           `addr=":2": no host`,
+		"redis://h:1?addr=a%20b:2":      `host "a b"`,
+	} {
+		err := Addrs(raw)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("Addrs(%q) = %v, want %q", raw, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "pw") {
+			t.Errorf("Addrs(%q) repeats the password: %v", raw, err)
+		}
+	}
+}
