@@ -83,13 +83,19 @@ type Options struct {
 	// persistence comes back without the lock keys it held; while any of
 	// those locks may still be valid, its vote could hand a lock out twice.
 	//
-	// By default the quarantine is learned: it is the largest TTL that the
-	// lock asks for, that this client has seen, or that any node of the
-	// round reports having been asked for (each node records the largest
-	// TTL used on it). Learning covers the TTLs of other clients only when
-	// a node that saw them answers; set Quarantine to the largest TTL any
-	// client of these nodes uses to be sure. Quarantine never shortens the
-	// learned value.
+	// By default (0) the quarantine is learned, per cluster hash slot: it
+	// is the largest TTL that the lock asks for, that this client has
+	// seen in use, or that a node reports for the lock key's slot (each
+	// node records the TTLs used in each slot). Only the nodes that kept
+	// a lock know its TTL, so a node that started within the hour votes
+	// at once only if the client has heard every node in the key's slot
+	// since it started; otherwise the round waits for every answer, or
+	// the node timeout. That is safe while at most N − N/2 − 1 nodes are
+	// down or restarted at once (see SAFETY.md).
+	//
+	// Set Quarantine to the largest TTL any client of these nodes uses to
+	// be safe beyond that: a node then votes once it has run that long,
+	// whatever the client heard. It never shortens the learned value.
 	Quarantine time.Duration
 
 	// MaxTTL is the longest TTL the client accepts: Lock, TryLock,

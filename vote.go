@@ -29,7 +29,7 @@ import (
 //     the hour votes at once only when the client has heard every node in
 //     the round's slots since it started: until then the round waits for
 //     every answer, since the node that knows of a long lock may be the
-//     slowest (see SAFETY.md, "Restarts");
+//     slowest (see SAFETY.md, "Restarts, per hash slot");
 //   - the quorum: at least N/2+1 nodes that count agree, for one slot of a
 //     semaphore.
 //
