@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,10 +60,11 @@ type identities struct {
 type identity struct {
 	known bool
 	id    string // the run_id; "" for a server that has no INFO to tell it (the demo's in-process nodes)
-	// first and last are the first and the latest probe that saw id, each
-	// from its sending to its answer, on the client's clock: the process
-	// id ran from first.got to last.sent, if that is not empty.
-	first, last window
+	// seen holds the probes that saw id (the first, and the latest few),
+	// each from its sending to its answer, on the client's clock: the
+	// process id ran from the first's answer to the latest's sending, if
+	// that is not empty.
+	seen []window
 	// from is no earlier than the start of the process, as its first
 	// probe reported it: no slot's records say it started later than
 	// from + identitySlack.
@@ -71,6 +73,10 @@ type identity struct {
 	changed bool  // its server may have changed since (a restart, a failover): it counts once probed again
 	refusal error // the probe was refused for good (an ACL without INFO)
 }
+
+// maxSeen bounds the probes an identity keeps: the first, and the latest
+// ones.
+const maxSeen = 6
 
 // A window is the time of one probe: from its sending to its answer. The
 // node read its state somewhere within it.
@@ -291,7 +297,7 @@ func (c *Client) probeID(ctx context.Context, i int) {
 		return
 	case mutant.On("identity-error-distinct") && answered(err):
 		// The hole put back: an error reply taken for a server of its own.
-		*n = identity{known: true, first: window{sent, got}, last: window{sent, got}, from: got}
+		*n = identity{known: true, seen: []window{{sent, got}}, from: got}
 		ids.voters.Store(ids.snapshot())
 		return
 	default:
@@ -299,11 +305,15 @@ func (c *Client) probeID(ctx context.Context, i int) {
 	}
 	w := window{sent, got}
 	if n.known && !n.changed && n.id == d.ServerID && d.ServerID != "" {
-		n.last, n.recheck = w, false // the same process, since n.first
+		// The same process, since the first probe that saw it.
+		if len(n.seen) == maxSeen {
+			n.seen = slices.Delete(n.seen, 1, 2)
+		}
+		n.seen, n.recheck = append(n.seen, w), false
 	} else {
 		// The node read its clock before got and reports its age cut to
 		// the millisecond: its process started no later than from.
-		*n = identity{known: true, id: d.ServerID, first: w, last: w, from: got.Add(-d.Age + time.Millisecond)}
+		*n = identity{known: true, id: d.ServerID, seen: []window{w}, from: got.Add(-d.Age + time.Millisecond)}
 	}
 	for j := range ids.nodes {
 		o := &ids.nodes[j]
@@ -327,7 +337,7 @@ func (c *Client) probeID(ctx context.Context, i int) {
 			if j == i || !o.known || apart(n, o) {
 				continue
 			}
-			if o.last.sent.Before(n.last.sent) {
+			if o.seen[len(o.seen)-1].sent.Before(w.sent) {
 				o.recheck = true
 			} else {
 				n.recheck = true
@@ -351,31 +361,61 @@ func apart(a, b *identity) bool {
 
 // saw reports whether a probe of b was made while a's process ran.
 func saw(a, b *identity) bool {
-	return b.first.within(a.first.got, a.last.sent) || b.last.within(a.first.got, a.last.sent)
+	from, to := a.seen[0].got, a.seen[len(a.seen)-1].sent
+	for _, w := range b.seen {
+		if w.within(from, to) {
+			return true
+		}
+	}
+	return false
 }
 
-// snapshot returns what the nodes known so far allow to count: every
-// known node that is known to be apart from each node before it that
-// counts. Of two nodes that may be one server, one counts. ids.mu must be
-// held.
+// snapshot returns what the nodes known so far allow to count: a set of
+// known nodes of which every two are known to be apart. Of two nodes that
+// may be one server, one counts. The set is built greedily, the nodes
+// proven apart from the most others first, and of those the one probed
+// last (a node that is down is probed in vain), so that a node known only
+// lately, or gone, does not push out those proven apart from each other.
+// ids.mu must be held.
 func (ids *identities) snapshot() *voters {
 	n := len(ids.nodes)
 	v := &voters{all: ids.err == nil, counts: make([]bool, n), why: make([]error, n), limit: make([]time.Time, n)}
+	usable := func(a *identity) bool { return a.known && !a.changed && a.refusal == nil }
+	partners := make([]int, n)
+	order := make([]int, n)
 	for i := range ids.nodes {
+		order[i] = i
+		for j := range ids.nodes {
+			if j != i && usable(&ids.nodes[i]) && usable(&ids.nodes[j]) && apart(&ids.nodes[i], &ids.nodes[j]) {
+				partners[i]++
+			}
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		if partners[a] != partners[b] {
+			return partners[b] - partners[a]
+		}
+		return lastSeen(&ids.nodes[b]).Compare(lastSeen(&ids.nodes[a]))
+	})
+	var counted []int
+	for _, i := range order {
 		a := &ids.nodes[i]
 		v.limit[i] = a.from.Add(identitySlack)
 		switch {
 		case a.refusal != nil:
 			v.why[i] = a.refusal
-		case !a.known || a.changed:
+		case !usable(a):
 			v.why[i] = errUnidentified
 		default:
 			v.counts[i] = true
-			for j := range i {
-				if v.counts[j] && !apart(a, &ids.nodes[j]) {
+			for _, j := range counted {
+				if !apart(a, &ids.nodes[j]) {
 					v.counts[i], v.why[i] = false, errUnidentified
 					break
 				}
+			}
+			if v.counts[i] {
+				counted = append(counted, i)
 			}
 		}
 		if !v.counts[i] || a.recheck {
@@ -383,4 +423,12 @@ func (ids *identities) snapshot() *voters {
 		}
 	}
 	return v
+}
+
+// lastSeen returns when a's latest probe was sent; the zero time if none.
+func lastSeen(a *identity) time.Time {
+	if len(a.seen) == 0 {
+		return time.Time{}
+	}
+	return a.seen[len(a.seen)-1].sent
 }
