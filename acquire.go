@@ -302,6 +302,9 @@ func (c *Client) obtain(ctx context.Context, ks keyset, bad error, ttl time.Dura
 		if l != nil {
 			ev.Fence, ev.Until = l.fence, l.until
 		}
+		if oe, ok := err.(*OpError); ok && ks.Keys != nil {
+			oe.Keys = ks.Keys
+		}
 		c.hooks.end(ctx, ev, err)
 	}()
 	if bad != nil {

@@ -89,8 +89,8 @@
 // # Errors
 //
 // Operations return [*OpError], which says what each node did, wrapping
-// one of [ErrTaken], [ErrNoQuorum], [ErrRefused], [ErrExpired],
-// [ErrLockLost] or [ErrNoLeader]; [ErrReleased] after Release, and
+// one of [ErrTaken], [ErrNoQuorum], [ErrRefused], [ErrExpired] or
+// [ErrLockLost]; [ErrReleased] after Release, and
 // [ErrInvalid] for bad arguments. errors.Is works on them and on the
 // caller's context errors. A node that cannot answer now (down, slow,
 // LOADING, quarantined) leaves Lock trying again and may end in

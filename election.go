@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"math"
 	"time"
 
@@ -128,11 +127,12 @@ type LeaderInfo struct {
 }
 
 // Leader reads who leads the election, in one round that changes nothing.
-// It returns an error wrapping ErrNoLeader when no candidate leads, or
-// when one has taken the lock but not yet recorded its term on a quorum
-// (Campaign has not returned); one wrapping ErrRefused when so many nodes
-// refused the read that no quorum could answer; and one wrapping
-// ErrNoQuorum when too few nodes answered to tell otherwise.
+// When no candidate leads, or one has taken the lock but not yet recorded
+// its term on a quorum (Campaign has not returned), it returns a
+// LeaderInfo with Term 0, as Observe reports it, and no error. It returns
+// an error wrapping ErrRefused when so many nodes refused the read that no
+// quorum could answer, and one wrapping ErrNoQuorum when too few nodes
+// answered to tell.
 func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 	if err := checkKey(e.key); err != nil {
 		return LeaderInfo{}, &OpError{Op: "leader", Key: e.key, Err: err}
@@ -156,7 +156,7 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 			return info, nil
 		}
 	}
-	return LeaderInfo{}, r.opError("leader", e.key, ErrNoLeader)
+	return LeaderInfo{}, nil
 }
 
 // Observe reports the election's leader on the returned channel: at once,
@@ -189,7 +189,7 @@ func (e *Election) observe(ctx context.Context, out chan LeaderInfo) {
 		if ctx.Err() != nil {
 			return
 		}
-		if err == nil || errors.Is(err, ErrNoLeader) {
+		if err == nil {
 			if first || info.ID != last.ID || info.Term != last.Term {
 				// Keep only the latest in the channel's one place.
 				select {

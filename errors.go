@@ -29,10 +29,6 @@ var (
 	// pass, so Lock tries again. The per-node causes are in the *OpError.
 	ErrNoQuorum = errors.New("redlock: too few nodes available for a quorum")
 
-	// ErrNoLeader means no candidate leads an election: none holds its
-	// lock on a quorum with its term recorded (see Election.Leader).
-	ErrNoLeader = errors.New("redlock: no leader")
-
 	// ErrRefused means that so many nodes refused the request, in a way
 	// that trying again cannot change, that a quorum is out of reach: a
 	// wrong or missing password, an ACL that denies a command or key, a
@@ -92,7 +88,8 @@ func invalidf(format string, args ...any) error {
 // of the last round that completed, or is nil if none did.
 type OpError struct {
 	Op     string               // "acquire", "extend", "release", "adopt", "leader", "inspect" or "force-release"
-	Key    string               // the lock's key
+	Key    string               // the lock's key; for LockAll, its keys joined by commas, for messages
+	Keys   []string             // LockAll's keys, sorted, without repeats; nil for one key
 	Quorum int                  // the number of nodes that had to agree
 	Rounds int                  // the number of rounds made (acquire only; otherwise 1)
 	Nodes  []observe.NodeResult // what each node did in the last round, in the order given to New

@@ -37,12 +37,12 @@ func Example() {
 	}
 	// Work on order 42: finish before l.Until(), or extend the lock in
 	// time; stop when l.Context() is done; send l.Fence() with every write.
-	fmt.Println("locked", l.Key(), "valid:", l.Valid())
+	fmt.Println("locked", l.Key(), "valid:", l.Context().Err() == nil)
 
 	if err := l.Release(ctx); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("released, valid:", l.Valid())
+	fmt.Println("released, valid:", l.Context().Err() == nil)
 	// Output:
 	// locked orders:42 valid: true
 	// released, valid: false
@@ -233,7 +233,7 @@ func ExampleLock_Extend() {
 		log.Fatal(err) // errors.Is(err, redlock.ErrLockLost): stop the work
 	}
 	fmt.Println("deadline moved out:", l.Until().After(deadline))
-	fmt.Println("valid:", l.Valid())
+	fmt.Println("valid:", l.Context().Err() == nil)
 	// Output:
 	// deadline moved out: true
 	// valid: true
@@ -299,7 +299,7 @@ func ExampleClient_RWLock() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("two readers:", r1.Valid(), r2.Valid())
+	fmt.Println("two readers:", r1.Context().Err() == nil, r2.Context().Err() == nil)
 
 	_, err = rw.TryLock(ctx, 10*time.Second)
 	fmt.Println("writer while they read:", errors.Is(err, redlock.ErrTaken))

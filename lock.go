@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -108,22 +109,22 @@ func (l *Lock) Keys() []string { return l.ks.All() }
 // Inspect; it is not part of the token.
 func (l *Lock) Token() string { return wire.Handover(wire.Token(l.token), l.fence) }
 
-// String returns the lock's key and ID, never its token: a Lock printed
-// with the fmt verbs %v, %+v and %s shows this.
-func (l *Lock) String() string {
-	if l == nil {
-		return "<nil>"
+// Format prints the lock's key and ID, never its token, for every verb of
+// package fmt: redlock.Lock{key: "k", id: 1a2b3c4d5e6f}, and with %#v
+// &redlock.Lock{key: "k", id: "1a2b3c4d5e6f"}. A Lock's fields hold its
+// token, which lets the bearer release the lock; printing them would give
+// it away.
+func (l *Lock) Format(f fmt.State, verb rune) {
+	switch {
+	case verb == 'v' && f.Flag('#') && l == nil:
+		io.WriteString(f, "(*redlock.Lock)(nil)")
+	case verb == 'v' && f.Flag('#'):
+		fmt.Fprintf(f, "&redlock.Lock{key: %q, id: %q}", l.ks.Name, l.ID())
+	case l == nil:
+		io.WriteString(f, "<nil>")
+	default:
+		fmt.Fprintf(f, "redlock.Lock{key: %q, id: %s}", l.ks.Name, l.ID())
 	}
-	return fmt.Sprintf("redlock.Lock{key: %q, id: %s}", l.ks.Name, l.ID())
-}
-
-// GoString returns the lock's key and ID, never its token: what %#v
-// shows.
-func (l *Lock) GoString() string {
-	if l == nil {
-		return "(*redlock.Lock)(nil)"
-	}
-	return fmt.Sprintf("&redlock.Lock{key: %q, id: %q}", l.ks.Name, l.ID())
 }
 
 // LogValue returns the lock's key and ID, never its token, as a group of
@@ -168,14 +169,6 @@ func (l *Lock) Until() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.until
-}
-
-// Valid reports whether the lock is within its validity, not lost and not
-// released.
-func (l *Lock) Valid() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return !l.released && l.lost == nil && time.Now().Before(l.until)
 }
 
 // Context returns a context that is done when the lock ends: at its
@@ -272,7 +265,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	l.mu.Lock()
 	until, released, lost := l.until, l.released, l.lost
 	l.mu.Unlock()
-	e := &OpError{Op: "extend", Key: l.ks.Name, Quorum: l.c.quorum, Rounds: 1}
+	e := &OpError{Op: "extend", Key: l.ks.Name, Keys: l.ks.Keys, Quorum: l.c.quorum, Rounds: 1}
 	switch {
 	case released:
 		return ErrReleased
@@ -406,7 +399,9 @@ func (l *Lock) release(ctx context.Context) error {
 	if r.ok && !expired {
 		return nil
 	}
-	return r.opError("release", l.ks.Name, r.why(failure{op: "release", late: expired}))
+	e := r.opError("release", l.ks.Name, r.why(failure{op: "release", late: expired}))
+	e.Keys = l.ks.Keys
+	return e
 }
 
 // full reports whether a release left at most one slot free, the one it

@@ -68,9 +68,6 @@ func (c *Client) RWLock(key string) *RWLock {
 	return &RWLock{c: c, key: key}
 }
 
-// Key returns the lock's key.
-func (rw *RWLock) Key() string { return rw.key }
-
 // RLock obtains a reader's hold for ttl, waiting as Client.Lock waits: while
 // a writer holds, or a waiting writer's intent keeps new readers out.
 // Readers' releases of a key do not wake other readers; a writer's release

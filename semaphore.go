@@ -75,7 +75,7 @@ func (s *Semaphore) obtain(ctx context.Context, ttl time.Duration, wait bool) (*
 		}
 		return nil, err
 	}
-	return &Permit{l}, nil
+	return &Permit{Lock: l, Slot: l.ks.Slot}, nil
 }
 
 // sizeHeld returns the size of a semaphore that the nodes hold permits of,
@@ -104,8 +104,7 @@ func sizeHeld(err error) (int, bool) {
 // the same slot, under the assumptions of Lock.Fence.
 type Permit struct {
 	*Lock
+	// Slot is the permit's slot, from 0 to n-1. No two valid permits
+	// share a slot.
+	Slot int
 }
-
-// Slot returns the permit's slot, from 0 to n-1. No two valid permits
-// share a slot.
-func (p *Permit) Slot() int { return p.ks.Slot }

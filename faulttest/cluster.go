@@ -1185,7 +1185,7 @@ func (cl *Client) acquire(a acquisition, call func(hl *Held) error) (*Held, erro
 	op.RoundStart = first
 	op.Until = cl.claim(first, until)
 	if hl.P != nil {
-		op.Slot = hl.P.Slot()
+		op.Slot = hl.P.Slot
 		op.Keys = []string{wire.PermitKey(a.key, op.Slot)}
 	}
 	h.Mu.Unlock()
@@ -1257,11 +1257,11 @@ func (hl *Held) Context() context.Context {
 func (hl *Held) Valid() bool {
 	switch {
 	case hl.P != nil:
-		return hl.P.Valid()
+		return hl.P.Context().Err() == nil && time.Now().Before(hl.P.Until())
 	case hl.E != nil:
 		return hl.E.Context().Err() == nil && time.Now().Before(hl.E.Until())
 	}
-	return hl.L.Valid()
+	return hl.L.Context().Err() == nil && time.Now().Before(hl.L.Until())
 }
 
 // Extend extends the lock or the permit with Lock.Extend or Permit.Extend

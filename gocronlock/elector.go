@@ -226,7 +226,7 @@ func (e *Elector) current() (*Term, <-chan struct{}, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := e.term
-	if t != nil && (t.ctx.Err() != nil || !t.lock.Valid()) {
+	if t != nil && (t.ctx.Err() != nil || !time.Now().Before(t.lock.Until())) {
 		t = nil
 	}
 	return t, e.changed, e.failed

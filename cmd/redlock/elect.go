@@ -210,7 +210,7 @@ func runLeader(ctx context.Context, w io.Writer, nf *nodeFlags, rf *reportFlags,
 	var oe *redlock.OpError
 	errors.As(err, &oe)
 	switch {
-	case err == nil, errors.Is(err, redlock.ErrNoLeader):
+	case err == nil:
 	case errors.Is(err, redlock.ErrInvalid):
 		return usagef("%s", describeErr(err))
 	case oe != nil && errors.Is(err, redlock.ErrRefused):

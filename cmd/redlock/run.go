@@ -310,7 +310,7 @@ func semaphoreTarget(r *runner, c *redlock.Client) *target {
 				return nil, nil, err
 			}
 			return p.Lock, []string{"REDLOCK_KEY=" + key, "REDLOCK_FENCE=" + strconv.FormatInt(p.Fence(), 10), "REDLOCK_LOCK_ID=" + p.ID(),
-				"REDLOCK_SLOT=" + strconv.Itoa(p.Slot()), "REDLOCK_PERMITS=" + strconv.Itoa(n)}, nil
+				"REDLOCK_SLOT=" + strconv.Itoa(p.Slot), "REDLOCK_PERMITS=" + strconv.Itoa(n)}, nil
 		},
 	}
 }

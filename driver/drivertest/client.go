@@ -177,6 +177,12 @@ func tokenOf(v string) string {
 	return v
 }
 
+// valid reports whether l is within its validity, not lost and not
+// released.
+func valid(l *redlock.Lock) bool {
+	return l.Context().Err() == nil && time.Now().Before(l.Until())
+}
+
 // nodeToken returns the token that a hold's Lock.Token hands over, as the
 // nodes keep it: without the dot and the fence.
 func nodeToken(handover string) string {
@@ -294,7 +300,7 @@ func (cl *cluster) permitOnAll(t *testing.T, ctx context.Context, sem *redlock.S
 	t.Helper()
 	return onAll(t, ctx, cl.servers, ttl/4,
 		func() (*redlock.Permit, error) { return sem.TryAcquire(ctx, ttl) },
-		func(p *redlock.Permit) []string { return []string{wire.PermitKey(p.Key(), p.Slot())} })
+		func(p *redlock.Permit) []string { return []string{wire.PermitKey(p.Key(), p.Slot)} })
 }
 
 // contend has one goroutine per client take the lock on key rounds times,

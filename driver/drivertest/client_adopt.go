@@ -49,7 +49,7 @@ func (s *suite) testAdoptKind(t *testing.T, kind string) {
 	case "permit":
 		p := cl.permitOnAll(t, ctx, holder.Semaphore(key, 3), ttl)
 		h = p.Lock
-		slotKey := wire.PermitKey(key, p.Slot())
+		slotKey := wire.PermitKey(key, p.Slot)
 		gone = func() { cl.awaitNoKey(t, slotKey, 5*time.Second) }
 	}
 	a, err := adopter.Adopt(ctx, key, h.Token())
@@ -70,8 +70,8 @@ func (s *suite) testAdoptKind(t *testing.T, kind string) {
 			t.Errorf("node %d's counter %d is below the adopted fence %d", i, n, a.Fence())
 		}
 	}
-	if !a.Valid() || a.Until().After(time.Now().Add(ttl)) {
-		t.Errorf("adopted validity until %v (valid %v), beyond a TTL from now", a.Until(), a.Valid())
+	if !valid(a) || a.Until().After(time.Now().Add(ttl)) {
+		t.Errorf("adopted validity until %v (valid %v), beyond a TTL from now", a.Until(), valid(a))
 	}
 	if err := a.Extend(ctx, 2*ttl); err != nil {
 		t.Fatalf("the adopter's Extend: %v", err)

@@ -127,6 +127,9 @@ func (s *suite) testLockAllOrNothing(t *testing.T) {
 	if !errors.Is(err, redlock.ErrTaken) {
 		t.Fatalf("TryLockAll with one key held elsewhere: %v, want ErrTaken", err)
 	}
+	if oe := mustOpError(t, err, redlock.ErrTaken); !slices.Equal(oe.Keys, slices.Sorted(slices.Values([]string{a, b, d}))) {
+		t.Errorf("the error's Keys %q, want the keys sorted", oe.Keys)
+	}
 	cl.expectNoKey(t, a)
 	cl.expectNoKey(t, d)
 	if got := cl.countValue(t, b, lb.Token()); got != len(cl.servers) {
@@ -200,7 +203,7 @@ func (s *suite) testLockAllOverlapping(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond)
 				holders.Add(-1)
-				if !l.Valid() {
+				if !valid(l) {
 					t.Errorf("%q: the lock's validity ended within the hold", set)
 				}
 				if err := l.Release(ctx); err != nil {

@@ -219,7 +219,7 @@ func (c *cluster) readerOnAll(t *testing.T, ctx context.Context, rw *redlock.RWL
 			t.Fatalf("try %d of TryRLock: %v", try, err)
 		}
 		for deadline := time.Now().Add(ttl / 4); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if c.countReader(t, rw.Key(), l.Token()) == len(c.servers) {
+			if c.countReader(t, l.Key(), l.Token()) == len(c.servers) {
 				return l
 			}
 		}
@@ -227,7 +227,7 @@ func (c *cluster) readerOnAll(t *testing.T, ctx context.Context, rw *redlock.RWL
 			t.Fatalf("in 3 tries, the reader never reached all %d nodes", len(c.servers))
 		}
 		l.Release(ctx)
-		c.awaitReaderGone(t, rw.Key(), l.Token())
+		c.awaitReaderGone(t, l.Key(), l.Token())
 	}
 }
 
@@ -292,8 +292,8 @@ func (s *suite) testRWShare(t *testing.T, n int) {
 	rw := c.RWLock(key)
 	r1 := cl.readerOnAll(t, ctx, rw, 10*time.Second)
 	r2 := cl.readerOnAll(t, ctx, s.client(t, cl.urls(), nil).RWLock(key), 10*time.Second)
-	if !r1.Valid() || !r2.Valid() || r1.Token() == r2.Token() {
-		t.Fatalf("two readers: valid %v and %v, tokens equal %v", r1.Valid(), r2.Valid(), r1.Token() == r2.Token())
+	if !valid(r1) || !valid(r2) || r1.Token() == r2.Token() {
+		t.Fatalf("two readers: valid %v and %v, tokens equal %v", valid(r1), valid(r2), r1.Token() == r2.Token())
 	}
 	_, err := rw.TryLock(ctx, 10*time.Second)
 	if oe := mustOpError(t, err, redlock.ErrTaken); len(oe.Nodes) != n {

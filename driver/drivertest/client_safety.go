@@ -286,7 +286,7 @@ func (s *suite) testLostContext(t *testing.T) {
 	if !errors.Is(cause, redlock.ErrLockLost) || !errors.As(cause, &oe) || oe.Op != "extend" {
 		t.Fatalf("cause %v: want the extension's *OpError wrapping ErrLockLost (a loss seen, not the deadline)", cause)
 	}
-	if l.Valid() {
+	if valid(l) {
 		t.Fatal("Valid() after the loss")
 	}
 	mustOpError(t, l.Extend(ctx, time.Second), redlock.ErrLockLost)
@@ -356,8 +356,8 @@ func (s *suite) testAutoExtend(t *testing.T) {
 	if taken == 0 {
 		t.Fatalf("none of the contender's %d tries found the lock taken", tries)
 	}
-	if lctx.Err() != nil || !l.Valid() || !l.Until().After(first) {
-		t.Fatalf("after 3 TTLs: context %v, valid %v, deadline moved %v", context.Cause(lctx), l.Valid(), l.Until().Sub(first))
+	if lctx.Err() != nil || !valid(l) || !l.Until().After(first) {
+		t.Fatalf("after 3 TTLs: context %v, valid %v, deadline moved %v", context.Cause(lctx), valid(l), l.Until().Sub(first))
 	}
 	if keepAliveGoroutines() != 1 {
 		t.Fatal("no watchdog goroutine while AutoExtend runs")

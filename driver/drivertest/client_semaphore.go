@@ -38,10 +38,10 @@ func (s *suite) testSemaphorePermits(t *testing.T) {
 		// TryAcquire with a slot free, until its slot holds the permit on
 		// every node (see onAll).
 		p := cl.permitOnAll(t, ctx, sem, 10*time.Second)
-		if p.Slot() < 0 || p.Slot() >= 3 || slots[p.Slot()] {
-			t.Fatalf("slot %d, with %v taken already", p.Slot(), slots)
+		if p.Slot < 0 || p.Slot >= 3 || slots[p.Slot] {
+			t.Fatalf("slot %d, with %v taken already", p.Slot, slots)
 		}
-		slots[p.Slot()] = true
+		slots[p.Slot] = true
 		held = append(held, p)
 	}
 	_, err := sem.TryAcquire(ctx, 10*time.Second)
@@ -50,8 +50,8 @@ func (s *suite) testSemaphorePermits(t *testing.T) {
 	}
 	// A permit holds its own slot, and no other.
 	for i := range 3 {
-		if got := cl.countValue(t, wire.PermitKey(key, i), held[0].Token()); i != held[0].Slot() && got != 0 {
-			t.Errorf("the permit of slot %d is also in slot %d, on %d nodes", held[0].Slot(), i, got)
+		if got := cl.countValue(t, wire.PermitKey(key, i), held[0].Token()); i != held[0].Slot && got != 0 {
+			t.Errorf("the permit of slot %d is also in slot %d, on %d nodes", held[0].Slot, i, got)
 		}
 	}
 
@@ -61,14 +61,14 @@ func (s *suite) testSemaphorePermits(t *testing.T) {
 	if err := first.Release(ctx); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	cl.awaitNoKey(t, wire.PermitKey(key, first.Slot()), 5*time.Second)
+	cl.awaitNoKey(t, wire.PermitKey(key, first.Slot), 5*time.Second)
 	// The TryAcquire after the release, until its permit is on every
 	// node (see onAll): the node timeout of a 300ms permit is 30ms, a
 	// stall that a loaded machine has; and the permit must have landed
 	// everywhere before the sleep that lets it expire.
 	p := cl.permitOnAll(t, ctx, sem, 300*time.Millisecond)
-	if p.Slot() != first.Slot() {
-		t.Errorf("slot %d granted, want the released slot %d", p.Slot(), first.Slot())
+	if p.Slot != first.Slot {
+		t.Errorf("slot %d granted, want the released slot %d", p.Slot, first.Slot)
 	}
 	if p.Fence() <= first.Fence() {
 		t.Errorf("fence %d is not above the slot's last holder's %d", p.Fence(), first.Fence())
@@ -79,8 +79,8 @@ func (s *suite) testSemaphorePermits(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TryAcquire after a permit expired: %v", err)
 	}
-	if q.Slot() != p.Slot() || q.Fence() <= p.Fence() {
-		t.Errorf("slot %d with fence %d after slot %d expired with fence %d", q.Slot(), q.Fence(), p.Slot(), p.Fence())
+	if q.Slot != p.Slot || q.Fence() <= p.Fence() {
+		t.Errorf("slot %d with fence %d after slot %d expired with fence %d", q.Slot, q.Fence(), p.Slot, p.Fence())
 	}
 	for _, p := range append(held[1:], q) {
 		if err := p.Release(ctx); err != nil {
@@ -117,11 +117,11 @@ func (s *suite) testSemaphoreAtMostN(t *testing.T) {
 				now := inside.Add(1)
 				for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
 				}
-				if bySlot[p.Slot()].Add(1) != 1 {
-					t.Errorf("two holders of slot %d at once", p.Slot())
+				if bySlot[p.Slot].Add(1) != 1 {
+					t.Errorf("two holders of slot %d at once", p.Slot)
 				}
 				time.Sleep(2 * time.Millisecond)
-				bySlot[p.Slot()].Add(-1)
+				bySlot[p.Slot].Add(-1)
 				inside.Add(-1)
 				if err := p.Release(ctx); err != nil {
 					t.Errorf("Release: %v", err)
@@ -197,7 +197,7 @@ func (s *suite) testSemaphoreSplit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("TryAcquire: %v", err)
 		}
-		if q.Slot() == 0 {
+		if q.Slot == 0 {
 			p = q
 			continue
 		}
@@ -238,7 +238,7 @@ func (s *suite) testSemaphoreExtend(t *testing.T) {
 	c := s.client(t, cl.urls(), nil)
 	ctx, key := ctxT(t), keyFor(t)
 	p := cl.permitOnAll(t, ctx, c.Semaphore(key, 2), 2*time.Second)
-	slotKey := wire.PermitKey(key, p.Slot())
+	slotKey := wire.PermitKey(key, p.Slot)
 	before := p.Until()
 	if err := p.Extend(ctx, time.Minute); err != nil {
 		t.Fatalf("Extend: %v", err)

@@ -46,8 +46,8 @@ func (s *suite) testSemaphoreOperator(t *testing.T) {
 		if err != nil {
 			t.Fatalf("TryAcquire with a slot free: %v", err)
 		}
-		cl.settle(t, wire.PermitKey(key, p.Slot()), p.Token())
-		held[p.Slot()] = p
+		cl.settle(t, wire.PermitKey(key, p.Slot), p.Token())
+		held[p.Slot] = p
 	}
 	slots, err = admin.New(op).InspectSemaphore(ctx, op.Semaphore(key, n))
 	if err != nil {
@@ -86,8 +86,8 @@ func (s *suite) testSemaphoreOperator(t *testing.T) {
 	}
 	select {
 	case p := <-got:
-		if p.Slot() != 1 {
-			t.Errorf("the waiter got slot %d, want the freed slot 1", p.Slot())
+		if p.Slot != 1 {
+			t.Errorf("the waiter got slot %d, want the freed slot 1", p.Slot)
 		}
 		if p.Fence() <= removed.Fence() {
 			t.Errorf("the waiter's fence %d is not above the removed permit's %d", p.Fence(), removed.Fence())
@@ -102,7 +102,7 @@ func (s *suite) testSemaphoreOperator(t *testing.T) {
 		t.Errorf("the removed holder's Extend: %v, want ErrLockLost", err)
 	}
 	for _, i := range []int{0, 2} {
-		if !held[i].Valid() {
+		if !valid(held[i].Lock) {
 			t.Errorf("the permit of slot %d is no longer valid after slot 1 was freed", i)
 		}
 	}

@@ -203,8 +203,8 @@ func (k *worker) step(ctx context.Context) {
 			k.got(op, nil, err)
 			return
 		}
-		op.Slot = p.Slot()
-		op.Keys = []string{wire.PermitKey(semKey, p.Slot())}
+		op.Slot = p.Slot
+		op.Keys = []string{wire.PermitKey(semKey, p.Slot)}
 		k.got(op, p.Lock, nil)
 		k.hold(ctx, op, p.Lock, ttl)
 	case x < 17: // a reader or the writer
@@ -268,8 +268,8 @@ func (k *worker) adopt(ctx, wait context.Context, ttl time.Duration) {
 		p, err = k.c.Semaphore(semKey, semPermits).Acquire(wait, ttl)
 		if err == nil {
 			l = p.Lock
-			op.Slot = p.Slot()
-			op.Keys = []string{wire.PermitKey(semKey, p.Slot())}
+			op.Slot = p.Slot
+			op.Keys = []string{wire.PermitKey(semKey, p.Slot)}
 		}
 	}
 	k.got(op, l, err)
