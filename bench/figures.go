@@ -190,7 +190,7 @@ func w1Figures(reps []*Report) []Figure {
 		notes := runNotes(used, fmt.Sprintf("points: mean of %d runs, bars: their range", len(used)))
 		lp := &LinePlot{Title: title + ": acquire latency", XLabel: xlabel, YLabel: "acquire latency (µs, log scale)", LogX: logX, LogY: true,
 			Notes: notes, Styles: []string{"solid: p50", "dashed: p99"}, Series: lat, Legend: legend}
-		op := &LinePlot{Title: title + ": lock+release pairs per second", XLabel: xlabel, YLabel: "pairs per second", LogX: logX, YZero: true,
+		op := &LinePlot{Title: title + ": lock+release pairs per second", XLabel: xlabel, YLabel: "pairs per second", LogX: logX,
 			Notes: notes, Series: ops}
 		figs = append(figs, Figure{name + "-latency.svg", lp.SVG()}, Figure{name + "-pairs.svg", op.SVG()})
 	}
@@ -316,7 +316,7 @@ func keysFigure(reps []*Report) []Figure {
 	p := &LinePlot{
 		Title:  "Server memory per distinct key (one node)",
 		XLabel: "distinct keys (log scale)", YLabel: "bytes per key (used_memory)",
-		LogX: true, YZero: true, Series: ss,
+		LogX: true, Series: ss,
 		Notes: runNotes(used, fmt.Sprintf("points: mean of %d runs, bars: their range; held: every lock held; released: just after release; expired: locked again and left to expire", len(used))),
 	}
 	return []Figure{{"keys-memory.svg", p.SVG()}}

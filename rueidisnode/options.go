@@ -8,46 +8,26 @@ import (
 	"github.com/quorumlock/redlock/driver/tlsfiles"
 )
 
-// A DialOption sets how Dial connects beyond what its URL says. The
-// options concern TLS only, and apply to URLs that ask for it
-// (rediss://), for one server and for a cluster alike: every node of a
-// cluster is reached with the same settings. Given with a URL that does
-// not ask for TLS, they make Dial fail rather than connect in the clear.
+// A DialOption sets how Dial connects beyond what its URL says: one of
+// the TLS settings of [tlsfiles.Options], which says what each does and
+// how they combine. A DialOption that sets something makes Dial fail for
+// a URL that does not ask for TLS (rediss://).
 type DialOption func(*tlsfiles.Options)
 
 // WithTLSConfig makes Dial start from a clone of cfg for TLS, instead of
-// the configuration that the URL implies (TLS 1.2 at least, the system's
-// certificate authorities, the URL's host as the server name). The URL's
-// host is still the server name if cfg has none, and skip_verify=true in
-// the URL still turns verification off. WithTLSFiles and WithServerName,
-// if given too, apply on top of cfg. cfg is not modified and may be
-// shared. A nil cfg sets nothing.
-func WithTLSConfig(cfg *tls.Config) DialOption {
-	return func(o *tlsfiles.Options) { o.Config = cfg }
-}
+// the configuration that the URL implies (the Config of
+// [tlsfiles.Options]). A nil cfg sets nothing.
+func WithTLSConfig(cfg *tls.Config) DialOption { return func(o *tlsfiles.Options) { o.Config = cfg } }
 
-// WithTLSFiles makes Dial read the certificate authorities that sign the
-// server's certificate, and the client certificate and its key, from the
-// files that f names (see [tlsfiles.Files]). Dial reads them at once and
-// fails if one is missing or broken. Each new connection reads them again
-// if they have changed since, so that certificates rotated on disk are
-// used without a restart; connections already open, and the locks held
-// through them, are not disturbed (see package [tlsfiles]). The
-// authorities of f, if any, replace the system's and those of
-// WithTLSConfig; its client certificate replaces WithTLSConfig's. A zero
-// f sets nothing.
-func WithTLSFiles(f tlsfiles.Files) DialOption {
-	return func(o *tlsfiles.Options) { o.Files = f }
-}
+// WithTLSFiles makes Dial read the certificate authorities and the client
+// certificate from the files that f names, at once and again whenever
+// they change (the Files of [tlsfiles.Options]). A zero f sets nothing.
+func WithTLSFiles(f tlsfiles.Files) DialOption { return func(o *tlsfiles.Options) { o.Files = f } }
 
-// WithServerName makes Dial send name to the server (SNI) and verify the
-// server's certificate against it, instead of the URL's host: for a
-// server reached through an address that its certificate does not name,
-// such as an IP address or a tunnel. For a cluster, every node's
-// certificate must be valid for name. An empty name sets nothing.
-func WithServerName(name string) DialOption {
-	return func(o *tlsfiles.Options) { o.ServerName = name }
-}
+// WithServerName makes Dial verify the server's certificate against name,
+// and send it to the server, instead of the URL's host (the ServerName of
+// [tlsfiles.Options]). An empty name sets nothing.
+func WithServerName(name string) DialOption { return func(o *tlsfiles.Options) { o.ServerName = name } }
 
 // dialTLS is the dialer of a client with TLS: rueidis's own, but for the
 // TLS alerts with which a server refuses a client certificate after the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -281,4 +282,16 @@ func (s *suite) testPartialOutage(t *testing.T, quarantine bool, waiters int) {
 		t.Logf("%v", live.MustDo(t, "INFO", "commandstats"))
 		t.Errorf("%d waiters made %d commands on the live node in %v; want at most %d (50 a second each)", waiters, used, wait, limit)
 	}
+}
+
+// freePort returns a TCP port on 127.0.0.1 that the kernel has just
+// handed out: one where no server listens, for a while.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/quorumlock/redlock/admin"
 	"github.com/quorumlock/redlock/driver"
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/tlsfilestest"
 	"github.com/quorumlock/redlock/observe"
 )
 
@@ -58,17 +59,9 @@ func (s *suite) testRefused(t *testing.T) {
 		mustRefuse(t, err, "READONLY")
 	})
 	t.Run("UnverifiedCertificate", func(t *testing.T) {
-		certFile, keyFile := writeCert(t, t.TempDir())
-		port := strconv.Itoa(freePort(t))
-		redistest.Start(t, redistest.Config{Args: []string{
-			"--tls-port", port,
-			"--tls-cert-file", certFile,
-			"--tls-key-file", keyFile,
-			"--tls-ca-cert-file", certFile,
-			"--tls-auth-clients", "no",
-		}})
-		// The certificate is self-signed: verification fails.
-		c := s.client(t, []string{"rediss://127.0.0.1:" + port}, nil)
+		srv := tlsfilestest.StartRedis(t, tlsfilestest.RedisConfig{CA: tlsfilestest.NewCA(t, "drivertest CA"), AuthClients: "no"})
+		// The client does not trust the server's CA: verification fails.
+		c := s.client(t, []string{srv.URL()}, nil)
 		_, err := c.Lock(ctxT(t), keyFor(t), time.Second)
 		oe := mustOpError(t, err, redlock.ErrRefused)
 		if errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "certificate") {

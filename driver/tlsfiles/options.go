@@ -7,19 +7,37 @@ import (
 
 // Options are the TLS settings that an adapter's Dial takes beside its
 // URL, as its options (goredisnode.WithTLSConfig, WithTLSFiles and
-// WithServerName, and the same in rueidisnode) set them. The zero
-// Options sets nothing.
+// WithServerName, and the same in rueidisnode) set them. They apply to a
+// URL that asks for TLS (rediss://), for one server and for a cluster
+// alike: every node of a cluster is reached with the same settings.
+// Given with a URL that does not ask for TLS, they make Dial fail rather
+// than connect in the clear (see [ErrNotTLS]). The zero Options sets
+// nothing.
 type Options struct {
 	// Config, if not nil, replaces the configuration that the URL
-	// implies, but for the URL's host as the server name if Config has
-	// none, and for the URL's request to skip verification
-	// (skip_verify=true), which still holds.
+	// implies (TLS 1.2 at least, the system's certificate authorities,
+	// the URL's host as the server name): Dial starts from a clone of
+	// it. The URL's host is still the server name if Config has none,
+	// and the URL's request to skip verification (skip_verify=true)
+	// still holds. Files and ServerName apply on top of Config. Config
+	// is not modified and may be shared.
 	Config *tls.Config
-	// Files, if not zero, name the certificate authorities and the
-	// client certificate, which replace those of Config (see
-	// Source.Config).
+	// Files, if not zero, name the certificate authorities that sign the
+	// server's certificate, and the client certificate and its key (see
+	// [Files]). Dial reads them at once and fails if one is missing or
+	// broken. Each new connection reads them again if they have changed
+	// since, so that certificates rotated on disk are used without a
+	// restart; connections already open, and the locks held through
+	// them, are not disturbed. The authorities of Files, if any, replace
+	// the system's and those of Config; its client certificate replaces
+	// Config's (see [Source.Config]).
 	Files Files
-	// ServerName, if not empty, replaces the server name.
+	// ServerName, if not empty, is the name that Dial sends to the
+	// server (SNI) and verifies the server's certificate against,
+	// instead of the URL's host: for a server reached through an address
+	// that its certificate does not name, such as an IP address or a
+	// tunnel. For a cluster, every node's certificate must be valid for
+	// it.
 	ServerName string
 }
 

@@ -42,6 +42,11 @@ const (
 
 	releasedPrefix = "redlock:released:" // the channel of each key's releases
 	leaderPrefix   = "redlock:leader:"   // the channel of each election's new leaders
+
+	// readersHeld is what a lock key holds while readers of a read-write
+	// lock hold it (see lua/rw_read.lua): no token has this form, so no
+	// lock or writer is granted there.
+	readersHeld = "=readers"
 )
 
 // The fields of a node marker, the hash that MarkerKey names (see

@@ -1,56 +1,77 @@
 package wire
 
 import (
-	_ "embed"
+	"embed"
+	"strconv"
+	"strings"
 
 	"github.com/quorumlock/redlock/driver"
 )
 
+// The scripts are assembled from the pieces in lua/: a script is the
+// pieces it needs, one after another. The constants that the Lua shares
+// with Go are written in the pieces as ${NAME}, and each piece is read
+// with them replaced by their values in Go, where alone they are written
+// (TestLuaWritesNoConstant checks that the pieces do not write one out).
+//
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// luaConstants replaces the constants' names in a piece with their Lua
+// literals.
+var luaConstants = strings.NewReplacer(
+	"${RELEASED}", luaString(releasedPrefix),
+	"${LEADER}", luaString(leaderPrefix),
+	"${MARKER}", luaString(markerPrefix),
+	"${LEGACY}", luaString(legacyPrefix),
+	"${READERS}", luaString(readersHeld),
+	"${FORMAT}", luaString(strconv.Itoa(Format)),
+	"${LONG_GRANT}", strconv.FormatInt(LongGrant.Milliseconds(), 10),
+)
+
+// luaString returns s as a Lua string literal; s holds no quote and no
+// backslash.
+func luaString(s string) string { return "'" + s + "'" }
+
+// piece returns lua/name.lua with the constants' values in place of their
+// names. It panics if the file is missing or names a constant that
+// luaConstants does not have: the package's tests fail at once.
+func piece(name string) string {
+	b, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	src := luaConstants.Replace(string(b))
+	if i := strings.Index(src, "${"); i >= 0 {
+		panic("wire: lua/" + name + ".lua names an unknown constant at " + src[i:min(i+20, len(src))])
+	}
+	return src
+}
+
 var (
-	//go:embed lua/horizon.lua
-	horizonSrc string
-	//go:embed lua/node.lua
-	markerSrc string
-	//go:embed lua/counter.lua
-	counterSrc string
-	//go:embed lua/acquire_one.lua
-	acquireOneSrc string
-	//go:embed lua/acquire.lua
-	acquireSrc string
-	//go:embed lua/release.lua
-	releaseSrc string
-	//go:embed lua/extend.lua
-	extendSrc string
-	//go:embed lua/probe.lua
-	probeSrc string
-	//go:embed lua/holder.lua
-	holderSrc string
-	//go:embed lua/inspect.lua
-	inspectSrc string
-	//go:embed lua/force.lua
-	forceSrc string
-	//go:embed lua/acquire_permit.lua
-	acquirePermitSrc string
-	//go:embed lua/release_permit.lua
-	releasePermitSrc string
-	//go:embed lua/elect.lua
-	electSrc string
-	//go:embed lua/leader.lua
-	leaderSrc string
-	//go:embed lua/rw_admit.lua
-	rwAdmitSrc string
-	//go:embed lua/rw_read.lua
-	rwReadSrc string
-	//go:embed lua/rw_write.lua
-	rwWriteSrc string
-	//go:embed lua/rw_release.lua
-	rwReleaseSrc string
-	//go:embed lua/rw_extend.lua
-	rwExtendSrc string
-	//go:embed lua/rw_drop.lua
-	rwDropSrc string
-	//go:embed lua/adopt.lua
-	adoptSrc string
+	horizonSrc       = piece("horizon")
+	markerSrc        = piece("node")
+	counterSrc       = piece("counter")
+	announceSrc      = piece("announce")
+	acquireOneSrc    = piece("acquire_one")
+	acquireSrc       = piece("acquire")
+	releaseSrc       = piece("release")
+	extendSrc        = piece("extend")
+	probeSrc         = piece("probe")
+	holderSrc        = piece("holder")
+	inspectSrc       = piece("inspect")
+	forceSrc         = piece("force")
+	acquirePermitSrc = piece("acquire_permit")
+	releasePermitSrc = piece("release_permit")
+	electSrc         = piece("elect")
+	leaderSrc        = piece("leader")
+	rwAdmitSrc       = piece("rw_admit")
+	rwReadSrc        = piece("rw_read")
+	rwWriteSrc       = piece("rw_write")
+	rwReleaseSrc     = piece("rw_release")
+	rwExtendSrc      = piece("rw_extend")
+	rwDropSrc        = piece("rw_drop")
+	adoptSrc         = piece("adopt")
 
 	// nodeSrc is what the scripts that read or write the node marker
 	// start with; an extension needs only its horizon.
@@ -58,18 +79,18 @@ var (
 
 	// The scripts of a lock, on one key or on several keys at once.
 	acquireScript = driver.NewScript("acquire", acquireOneSrc+nodeSrc+acquireSrc)
-	releaseScript = driver.NewScript("release", counterSrc+releaseSrc)
+	releaseScript = driver.NewScript("release", counterSrc+announceSrc+releaseSrc)
 	extendScript  = driver.NewScript("extend", horizonSrc+extendSrc)
 	probeScript   = driver.NewScript("probe", nodeSrc+probeSrc)
 	// inspect writes nothing, which its flags tell Redis, so that it runs
 	// on replicas and on a node out of memory too.
 	inspectScript = driver.NewScript("inspect", "#!lua flags=no-writes\n"+holderSrc+inspectSrc)
-	forceScript   = driver.NewScript("force", holderSrc+forceSrc)
+	forceScript   = driver.NewScript("force", holderSrc+announceSrc+forceSrc)
 
 	// The scripts of a semaphore; a permit is extended as a lock on its
 	// slot's key.
 	acquirePermitScript = driver.NewScript("acquire_permit", nodeSrc+acquirePermitSrc)
-	releasePermitScript = driver.NewScript("release_permit", counterSrc+releasePermitSrc)
+	releasePermitScript = driver.NewScript("release_permit", counterSrc+announceSrc+releasePermitSrc)
 
 	// The scripts of an election, besides the lock's.
 	electScript  = driver.NewScript("elect", holderSrc+electSrc)
@@ -80,9 +101,9 @@ var (
 	// counter.
 	rwReadScript    = driver.NewScript("rw_read", nodeSrc+rwAdmitSrc+rwReadSrc)
 	rwWriteScript   = driver.NewScript("rw_write", nodeSrc+rwAdmitSrc+rwWriteSrc)
-	rwReleaseScript = driver.NewScript("rw_release", counterSrc+rwReleaseSrc)
+	rwReleaseScript = driver.NewScript("rw_release", counterSrc+announceSrc+rwReleaseSrc)
 	rwExtendScript  = driver.NewScript("rw_extend", nodeSrc+rwExtendSrc)
-	rwDropScript    = driver.NewScript("rw_drop", rwDropSrc)
+	rwDropScript    = driver.NewScript("rw_drop", announceSrc+rwDropSrc)
 	adoptScript     = driver.NewScript("adopt", adoptSrc)
 )
 

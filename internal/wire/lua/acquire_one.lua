@@ -12,7 +12,7 @@
 -- with fewer fields, numbers, tables and functions: the scripting
 -- engine's cost per operation, not the commands, is most of what the
 -- general code costs the server. Anything else falls through to the
--- general code, and nothing has been written by then. The format ('1')
+-- general code, and nothing has been written by then. The format (${FORMAT})
 -- is node.lua's FORMAT.
 local n = tonumber(ARGV[4]) or 1
 local ttl, quarantine = tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -23,7 +23,7 @@ if n == 1 then
 	local start, hi2, ttl2 = tonumber(m[4]), tonumber(m[7]), tonumber(m[8])
 	local e = now + ttl * 1000
 	local covered = hi2 and ttl2 and e <= hi2 and ttl <= ttl2
-	local ok = m[1] == '1' and m[6] == '0' and m[3] and start and hi2 and ttl2 and (covered or ttl <= 60000)
+	local ok = m[1] == ${FORMAT} and m[6] == '0' and m[3] and start and hi2 and ttl2 and (covered or ttl <= ${LONG_GRANT})
 		and tonumber(m[2]) == redis.pcall('LASTSAVE')
 	if ok and quarantine > 0 then
 		local repl = redis.pcall('INFO', 'replication')

@@ -69,7 +69,7 @@ for i = 1, n do
 		return {1, 2, i - 1, math.max(redis.call('PTTL', KEYS[3 + i]), 0), counter(), slots[i]}
 	end
 end
-if v and v ~= '=readers' then
+if v and v ~= ${READERS} then
 	return {-1, 0, 0, math.max(redis.call('PTTL', KEYS[1]), 0), 0}
 end
 local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')

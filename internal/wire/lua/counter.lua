@@ -3,7 +3,7 @@
 -- of a long grant (see node.lua).
 
 -- READERS is what a lock key holds while readers hold it (see node.lua).
-local READERS = '=readers'
+local READERS = ${READERS}
 
 -- settle lifts the fence counter in the marker at key to at least fence,
 -- a decimal string, so that the next owner's fence exceeds fence even on

@@ -17,7 +17,7 @@ local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
 	local id = holder(v)
 	redis.call('SET', KEYS[2], id .. ' ' .. ARGV[2], 'PX', ARGV[3])
-	redis.pcall('PUBLISH', 'redlock:leader:' .. KEYS[1], '')
+	redis.pcall('PUBLISH', ${LEADER} .. KEYS[1], '')
 	return 1
 end
 if v then

@@ -1,5 +1,6 @@
 -- force.lua: delete a lock on one node whatever token holds it, for an
--- operator who has decided that its owner is gone. Runs after holder.lua.
+-- operator who has decided that its owner is gone. Runs after holder.lua
+-- and announce.lua.
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the node marker of its slot (see node.lua), with the slot's
@@ -46,10 +47,7 @@ elseif v and not (c and c > floor) then
 	redis.call('DEL', KEYS[1])
 	removed = 1
 	id, owner = holder(v)
-	told = redis.pcall('PUBLISH', 'redlock:released:' .. (ARGV[2] or KEYS[1]), '')
-	if type(told) ~= 'number' then
-		told = 0
-	end
+	told = announce(ARGV[2] or KEYS[1])
 end
 local readers = 0
 if KEYS[4] and not (c and c > floor) then
@@ -64,10 +62,7 @@ if KEYS[4] and not (c and c > floor) then
 	end
 	redis.call('DEL', KEYS[3], KEYS[4])
 	if readers > 0 and removed == 0 then
-		told = redis.pcall('PUBLISH', 'redlock:released:' .. (ARGV[2] or KEYS[1]), '')
-		if type(told) ~= 'number' then
-			told = 0
-		end
+		told = announce(ARGV[2] or KEYS[1])
 	end
 end
 if not c or c < floor then

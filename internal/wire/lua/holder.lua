@@ -12,4 +12,4 @@ local function holder(v)
 end
 
 -- READERS is what a lock key holds while readers hold it (see node.lua).
-local READERS = '=readers'
+local READERS = ${READERS}

@@ -50,7 +50,7 @@ local function hold(st, token, now, ttl)
 	st.dirty = true
 	if st.who == token then
 		st.hi, st.ttl1 = math.max(st.hi, e), math.max(st.ttl1, ttl)
-	elseif ttl > 60000 and e > st.hi and e - st.hi2 > st.hi2 - now then
+	elseif ttl > ${LONG_GRANT} and e > st.hi and e - st.hi2 > st.hi2 - now then
 		-- The grant of token who may still be held: its end and its TTL
 		-- join the rest.
 		if st.hi > now then

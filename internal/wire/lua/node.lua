@@ -73,11 +73,11 @@ end
 -- format 1 kept their marker at "redlock:node:{T}"; a format 1 marker,
 -- when it is written, leaves a string there, on which their scripts fail
 -- with WRONGTYPE, and refuses to start beside one of theirs.
-local FORMAT = '1'
+local FORMAT = ${FORMAT}
 
 -- READERS is what a lock key holds while readers hold it (see
 -- rw_read.lua): no token has this form, so no lock or writer is granted.
-local READERS = '=readers'
+local READERS = ${READERS}
 
 -- marker returns the record of the marker at key, as a table, writing the
 -- marker first if it is missing or may be out of date. With promotions
@@ -139,7 +139,7 @@ local function marker(key, now, promotions)
 	end
 	if not m[9] then
 		-- A new marker: no client before format 1 may keep data here.
-		local legacy = 'redlock:node:' .. string.sub(key, #'redlock:slot:' + 1)
+		local legacy = ${LEGACY} .. string.sub(key, #${MARKER} + 1)
 		-- HGET, which the least-privilege ACL allows: an earlier marker is
 		-- a hash with a start; format 1 leaves a string (WRONGTYPE).
 		if type(redis.pcall('HGET', legacy, 'start')) == 'string' then

@@ -1,5 +1,5 @@
 -- release.lua: give the lock up on one node, on one key or on several
--- keys, where we still hold it. Runs after counter.lua.
+-- keys, where we still hold it. Runs after counter.lua and announce.lua.
 --
 -- KEYS[1..n]   the lock keys
 -- KEYS[n+1..]  the node markers of their hash slots (see node.lua), each
@@ -17,11 +17,9 @@
 -- alone), else 0 (the keys were absent); told, how many clients were
 -- told of the release.
 --
--- A deletion is published on "redlock:released:" .. the key, so that
--- waiters wake at once instead of polling. The publication is best
--- effort: a user whose ACL does not allow the channel still releases (the
--- deletion has happened by then and a script is not rolled back), and its
--- waiters poll.
+-- A deletion is announced on the key's channel (see announce.lua), so
+-- that waiters wake at once instead of polling; a user whose ACL does not
+-- allow the channel still releases, and its waiters poll.
 --
 -- On every node, whatever the keys hold, the slots' fence counters are
 -- raised to at least the lock's fence (see counter.lua, which says why the
@@ -36,10 +34,7 @@ for i = 1, n do
 		redis.call('DEL', KEYS[i])
 		deleted = deleted + 1
 		if ARGV[3] ~= 'quiet' then
-			local t = redis.pcall('PUBLISH', 'redlock:released:' .. KEYS[i], '')
-			if type(t) == 'number' then
-				told = told + t
-			end
+			told = told + announce(KEYS[i])
 		end
 	elseif v then
 		foreign = foreign + 1

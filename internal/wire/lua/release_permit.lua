@@ -19,8 +19,8 @@
 -- A node that granted this round another slot than the one a quorum
 -- agreed on holds that slot for the token too; every slot is looked at,
 -- and each that holds the token is deleted, so that no such grant outlives
--- the permit. Every deletion is announced on the semaphore's channel,
--- "redlock:released:" .. ARGV[5], where its waiters listen, and
+-- the permit. Every deletion is announced on the channel of ARGV[5],
+-- the semaphore (see announce.lua), where its waiters listen, and
 -- the slot's counter is raised to the fence, whatever the slots hold. As in release.lua, deletions come before writes, so
 -- that a node out of memory still frees its slots.
 local n, own = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -35,10 +35,7 @@ for slot = 0, n - 1 do
 		if slot == own or own < 0 then
 			status = 1
 		end
-		local t = redis.pcall('PUBLISH', 'redlock:released:' .. ARGV[5], '')
-		if type(t) == 'number' then
-			told = told + t
-		end
+		told = told + announce(ARGV[5])
 	elseif v and slot == own then
 		status = -1
 	end

@@ -7,8 +7,8 @@
 --
 -- Returns {status, told}: status 1 when the intent was there and is
 -- removed, 0 when it was not; told counts the waiters told. When no live
--- intent is left, waiting readers are woken on
--- "redlock:released:" .. ARGV[2].
+-- intent is left, waiting readers are woken on the channel of ARGV[2]
+-- (see announce.lua).
 local status, told = 0, 0
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
 	status = 1
@@ -16,10 +16,7 @@ if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
 	local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 	redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', now))
 	if redis.call('ZCARD', KEYS[1]) == 0 then
-		told = redis.pcall('PUBLISH', 'redlock:released:' .. ARGV[2], '')
-		if type(told) ~= 'number' then
-			told = 0
-		end
+		told = announce(ARGV[2])
 	end
 end
 return {status, told}

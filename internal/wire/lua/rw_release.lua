@@ -11,10 +11,10 @@
 -- a live reader and is removed, 0 when it was not there (expired, or never
 -- granted); a reader is never held by another token, so never -1.
 --
--- Releasing the last live reader is announced on
--- "redlock:released:" .. KEYS[2], where waiting writers listen. As in
--- release.lua, the removal comes before any write that may use memory,
--- and the counter is raised to at least the reader's fence.
+-- Releasing the last live reader is announced on the channel of KEYS[2]
+-- (see announce.lua), where waiting writers listen. As in release.lua,
+-- the removal comes before any write that may use memory, and the
+-- counter is raised to at least the reader's fence.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local status, told = 0, 0
@@ -38,10 +38,7 @@ if score then
 			redis.call('DEL', KEYS[2])
 		end
 		if status == 1 then
-			told = redis.pcall('PUBLISH', 'redlock:released:' .. KEYS[2], '')
-			if type(told) ~= 'number' then
-				told = 0
-			end
+			told = announce(KEYS[2])
 		end
 	end
 end
