@@ -67,12 +67,6 @@ var errNoAnswer = errors.New("no answer within the node timeout")
 // the client does not know yet which server it is (see identify).
 var errUnidentified = errors.New("answered, but not counted: not yet known to be a server apart from the other nodes")
 
-// errChanged is the error of a node whose answer did not count because
-// its process started after the one its identity was learned from: a
-// restart or a failover, which may have put another server behind it. The
-// node is probed again.
-var errChanged = errors.New("answered, but not counted: its server restarted or changed since it was identified; asked again")
-
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }

@@ -33,8 +33,8 @@ import (
 // in waves, each sent once the last has returned, until every pair is
 // proven apart. And a node whose server may have changed since its probe
 // (a restart, or a failover behind Sentinel that puts another server
-// behind its name) is probed again when the age its grants report says
-// so, with no request of its own on the way of a round.
+// behind its name) is probed again, in the background, when the age its
+// grants report says so: no request of its own is on the way of a round.
 
 // identitySlack is how much later than the start of the process its probe
 // saw a slot's records may say the node started, for the same process:
@@ -64,14 +64,14 @@ type identity struct {
 	// each from its sending to its answer, on the client's clock: the
 	// process id ran from the first's answer to the latest's sending, if
 	// that is not empty.
-	seen []window
-	// from is no earlier than the start of the process, as its first
-	// probe reported it: no slot's records say it started later than
-	// from + identitySlack.
-	from    time.Time
-	recheck bool  // probe it again: a probe of another node may have seen this one's server
-	changed bool  // its server may have changed since (a restart, a failover): it counts once probed again
+	seen    []window
+	recheck bool  // probe it again: its server may have changed, or be another node's
 	refusal error // the probe was refused for good (an ACL without INFO)
+	// limit is the latest start of a process that the node's grants may
+	// report without its being probed again: its first probe's process
+	// started no later than limit − identitySlack, and no slot's records
+	// of that process say it started later than limit.
+	limit time.Time
 }
 
 // maxSeen bounds the probes an identity keeps: the first, and the latest
@@ -148,7 +148,7 @@ func (ids *identities) toProbe() []int {
 	var probe []int
 	for i := range ids.nodes {
 		n := &ids.nodes[i]
-		if (!n.known || n.recheck || n.changed) && n.refusal == nil && !ids.flying[i] && ids.err == nil {
+		if (!n.known || n.recheck) && n.refusal == nil && !ids.flying[i] && ids.err == nil {
 			ids.flying[i] = true
 			probe = append(probe, i)
 		}
@@ -170,9 +170,12 @@ func (c *Client) probeLater(ctx context.Context, probe []int, timeout time.Durat
 	}
 }
 
-// reidentify marks the nodes of stale as nodes whose server may have
-// changed since their probe, and probes them again in the background.
-// Their answers do not count until then.
+// reidentify probes again, in the background, the nodes of stale, whose
+// grants report a process that started after their probe: a restart, a
+// promotion, or another server behind the node's name. If a probe then
+// shows another node's server, the client refuses as New's doc says; if
+// it shows the same process (a Redis Cluster's other masters answer for
+// other slots), the node's limit moves on.
 func (c *Client) reidentify(stale []int) {
 	if len(stale) == 0 || mutant.On("identity-once") {
 		return
@@ -180,7 +183,7 @@ func (c *Client) reidentify(stale []int) {
 	ids := &c.ids
 	ids.mu.Lock()
 	for _, i := range stale {
-		ids.nodes[i].changed = true
+		ids.nodes[i].recheck = true
 	}
 	probe := ids.toProbe()
 	ids.voters.Store(ids.snapshot())
@@ -192,7 +195,7 @@ func (c *Client) reidentify(stale []int) {
 // node twice more, in waves, each sent once the one before has returned:
 // the second wave's probe of a node falls within the time between the
 // first and third waves' probes of every other node, which proves two
-// servers apart (see apart). It is bounded by timeout; and once a quorum
+// servers apart (see apart). Each wave is bounded by timeout; and once a quorum
 // of nodes is known, a wave waits for the others only as long again as
 // that took (at least graceMin): a node that is slow or down does not
 // hold up the first lock by a node timeout, as it holds up no round. The
@@ -200,10 +203,10 @@ func (c *Client) reidentify(stale []int) {
 // node is known its answers do not count.
 func (c *Client) firstIdentification(ctx context.Context, probe []int, timeout time.Duration) {
 	const waves = 3
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	defer cancel()
 	ids := &c.ids
 	for wave := 1; len(probe) > 0; wave++ {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
 		if !c.probeWave(ctx, pctx, probe) || wave == waves {
 			return
 		}
@@ -297,23 +300,29 @@ func (c *Client) probeID(ctx context.Context, i int) {
 		return
 	case mutant.On("identity-error-distinct") && answered(err):
 		// The hole put back: an error reply taken for a server of its own.
-		*n = identity{known: true, seen: []window{{sent, got}}, from: got}
+		*n = identity{known: true, seen: []window{{sent, got}}, limit: got.Add(identitySlack)}
 		ids.voters.Store(ids.snapshot())
 		return
 	default:
 		return
 	}
 	w := window{sent, got}
-	if n.known && !n.changed && n.id == d.ServerID && d.ServerID != "" {
-		// The same process, since the first probe that saw it.
+	if n.known && n.id == d.ServerID && d.ServerID != "" {
+		// The same process, since the first probe that saw it. A grant
+		// that reported a later start came from another process that
+		// answers for the node (a Redis Cluster's master of another
+		// slot), which may start as late as that.
 		if len(n.seen) == maxSeen {
 			n.seen = slices.Delete(n.seen, 1, 2)
 		}
 		n.seen, n.recheck = append(n.seen, w), false
+		if l := got.Add(identitySlack); l.After(n.limit) {
+			n.limit = l
+		}
 	} else {
 		// The node read its clock before got and reports its age cut to
-		// the millisecond: its process started no later than from.
-		*n = identity{known: true, id: d.ServerID, seen: []window{w}, from: got.Add(-d.Age + time.Millisecond)}
+		// the millisecond: its process started no later than that.
+		*n = identity{known: true, id: d.ServerID, seen: []window{w}, limit: got.Add(-d.Age + time.Millisecond + identitySlack)}
 	}
 	for j := range ids.nodes {
 		o := &ids.nodes[j]
@@ -326,7 +335,7 @@ func (c *Client) probeID(ctx context.Context, i int) {
 	if mutant.On("identity-once") {
 		// The hole put back: a node once known is never asked again.
 		for j := range ids.nodes {
-			ids.nodes[j].recheck, ids.nodes[j].changed = false, false
+			ids.nodes[j].recheck = false
 		}
 	} else {
 		// A node that is not known to be apart from this one, and whose
@@ -356,6 +365,9 @@ func apart(a, b *identity) bool {
 	if a.id == "" || b.id == "" {
 		return true
 	}
+	if mutant.On("identity-once") {
+		return a.id != b.id // the hole put back: two run_ids, two servers
+	}
 	return a.id != b.id && (saw(a, b) || saw(b, a))
 }
 
@@ -380,7 +392,7 @@ func saw(a, b *identity) bool {
 func (ids *identities) snapshot() *voters {
 	n := len(ids.nodes)
 	v := &voters{all: ids.err == nil, counts: make([]bool, n), why: make([]error, n), limit: make([]time.Time, n)}
-	usable := func(a *identity) bool { return a.known && !a.changed && a.refusal == nil }
+	usable := func(a *identity) bool { return a.known && a.refusal == nil }
 	partners := make([]int, n)
 	order := make([]int, n)
 	for i := range ids.nodes {
@@ -400,7 +412,7 @@ func (ids *identities) snapshot() *voters {
 	var counted []int
 	for _, i := range order {
 		a := &ids.nodes[i]
-		v.limit[i] = a.from.Add(identitySlack)
+		v.limit[i] = a.limit
 		switch {
 		case a.refusal != nil:
 			v.why[i] = a.refusal

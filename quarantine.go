@@ -145,7 +145,7 @@ func (c *Client) noteHealth(ctx context.Context, r *round, quarantine time.Durat
 		switch {
 		case res.Outcome == observe.OutcomeNoAnswer && res.Err == nil:
 			continue
-		case errors.Is(res.Err, errUnidentified) || errors.Is(res.Err, errChanged):
+		case errors.Is(res.Err, errUnidentified):
 			continue // it answered; whether it counts is not its health
 		case res.Outcome == observe.OutcomeRefused:
 			st.Health, st.Err, st.Until = observe.NodeRefusing, res.Err, time.Time{}

@@ -91,10 +91,13 @@ func (t *tally) judge(r *round) (wait bool) {
 			continue
 		case t.slots == nil || age < 0:
 			continue // not a grant: it reports no age
-		case t.changed(r, i):
-			res.Outcome, res.Err = observe.OutcomeFailed, errChanged
+		}
+		if t.changed(r, i) && !slices.Contains(t.stale, i) {
+			// Probed again after the round; the answer counts as the
+			// identity known before it says.
 			t.stale = append(t.stale, i)
-			continue
+		}
+		switch {
 		case res.Outcome != observe.OutcomeOK || t.q == 0:
 			continue
 		case age < bar:
@@ -115,7 +118,7 @@ func (t *tally) judge(r *round) (wait bool) {
 // changed reports whether the answer of node i to r says that its
 // process started later than the process its probe saw could have: a
 // restart or a failover since, which may have put another server behind
-// the node.
+// the node, or another process answering for it.
 func (t *tally) changed(r *round, i int) bool {
 	if mutant.On("identity-once") || i >= len(t.voters.limit) {
 		return false
