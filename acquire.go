@@ -32,9 +32,9 @@ import (
 // Then the loop of rounds, which tries again after a random pause; the
 // entry points; and, last, what the wait between rounds is made of: the
 // announcements of releases, and the queue of one Client's goroutines that
-// want the same key. The fan-out of a round to the nodes and the counting
-// of its answers are in round.go, and the quarantine's part in the count
-// in quarantine.go.
+// want the same key. The fan-out of a round to the nodes, the counting of
+// its answers and the clean-up of step 5 are in round.go; the quarantine's
+// bar, and what the client learns of its nodes, in quarantine.go.
 
 // acquire makes round n of the acquisition of ks for ttl. The caller
 // checks ctx before and after: whether the round may be sent, and whether
@@ -97,25 +97,6 @@ func (c *Client) acquire(ctx context.Context, ks *keyset, ttl time.Duration, n i
 		c.hooks.round(ctx, "cleanup", ks.Name, n, clean)
 	}
 	return l, e
-}
-
-// cleanUp releases a failed acquisition round on every node: also on those
-// that said no or did not answer, because a request may have been applied
-// after its answer was lost. It first waits for the round's late answers,
-// so that no release overtakes its own acquisition. A clean-up that does
-// not reach a node is logged at Debug level: the node's own state, which
-// the log is told of when it changes, says why (see noteHealth), and the
-// keys left expire with their TTL.
-func (c *Client) cleanUp(ctx context.Context, key string, acq *round) *round {
-	acq.drain()
-	r := c.releaseRound(ctx, nil, acq.call.Undo(acq.maxFence()), true)
-	reached := r.replied()
-	r.decide(reached == len(c.nodes))
-	if reached < len(c.nodes) {
-		c.log.Debug("redlock: clean-up of a failed acquisition did not reach every node; the keys left expire with their TTL",
-			"key", key, "nodes_failed", len(c.nodes)-reached, "results", r.results)
-	}
-	return r
 }
 
 // newToken returns the value of a fresh acquisition: a random token, 24

@@ -19,7 +19,7 @@ import (
 // any operation. New cannot tell, since it sends nothing; the client asks
 // each node with the probe script, which returns the server's run_id and
 // the age of its process. What the answers allow to count is decided in
-// vote.go, from the snapshot this file keeps (voters).
+// round.go, from the snapshot this file keeps (voters).
 //
 // A run_id names one process, not one server: a restart gives a new one.
 // So two nodes are known to be two servers only when their run_ids differ
@@ -48,6 +48,15 @@ type identities struct {
 	// voters is the snapshot that rounds read: which nodes' answers
 	// count. It is replaced, never changed, under mu.
 	voters atomic.Pointer[voters]
+	// asked marks the nodes whose grants reported a process that started
+	// after their probe (a restart, a promotion, or another server behind
+	// the node's name), and any tells that one is marked: the next call of
+	// identify probes them again. If a probe then shows another node's
+	// server, the client refuses as New's doc says; if it shows the same
+	// process (a Redis Cluster's other masters answer for other slots),
+	// the node's limit moves on.
+	asked []atomic.Bool
+	any   atomic.Bool
 
 	mu     sync.Mutex
 	tried  bool // the first identification has begun
@@ -99,7 +108,7 @@ type voters struct {
 
 // init makes ids the identities of n nodes that nothing is known of yet.
 func (ids *identities) init(n int) {
-	ids.first, ids.nodes, ids.flying = make(chan struct{}), make([]identity, n), make([]bool, n)
+	ids.first, ids.nodes, ids.flying, ids.asked = make(chan struct{}), make([]identity, n), make([]bool, n), make([]atomic.Bool, n)
 	ids.voters.Store(ids.snapshot())
 }
 
@@ -116,12 +125,20 @@ func (ids *identities) init(n int) {
 // do not count (see voters).
 func (c *Client) identify(ctx context.Context, timeout time.Duration) error {
 	ids := &c.ids
-	if ids.voters.Load().all {
+	if ids.voters.Load().all && !ids.any.Load() {
 		return nil
 	}
 	ids.mu.Lock()
 	first := !ids.tried
 	ids.tried = true
+	if ids.any.Swap(false) && !mutant.On("identity-once") {
+		for i := range ids.asked {
+			if ids.asked[i].Swap(false) {
+				ids.nodes[i].recheck = true
+			}
+		}
+		ids.voters.Store(ids.snapshot())
+	}
 	probe := ids.toProbe()
 	ids.mu.Unlock()
 	if first {
@@ -168,27 +185,6 @@ func (c *Client) probeLater(ctx context.Context, probe []int, timeout time.Durat
 			c.probeID(pctx, i)
 		}()
 	}
-}
-
-// reidentify probes again, in the background, the nodes of stale, whose
-// grants report a process that started after their probe: a restart, a
-// promotion, or another server behind the node's name. If a probe then
-// shows another node's server, the client refuses as New's doc says; if
-// it shows the same process (a Redis Cluster's other masters answer for
-// other slots), the node's limit moves on.
-func (c *Client) reidentify(stale []int) {
-	if len(stale) == 0 || mutant.On("identity-once") {
-		return
-	}
-	ids := &c.ids
-	ids.mu.Lock()
-	for _, i := range stale {
-		ids.nodes[i].recheck = true
-	}
-	probe := ids.toProbe()
-	ids.voters.Store(ids.snapshot())
-	ids.mu.Unlock()
-	c.probeLater(context.Background(), probe, c.opts.ReleaseTimeout)
 }
 
 // firstIdentification probes the nodes of probe at once, and then every

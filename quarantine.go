@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/driver"
+	"github.com/quorumlock/redlock/internal/mutant"
 	"github.com/quorumlock/redlock/observe"
 )
 
 // This file holds the quarantine's bar (how long a node must have run to
-// vote), what the client learns of the TTLs in use, and how the answers
-// of a round update what it knows of its nodes' health. How the bar
-// judges a round's grants is in vote.go, with every other rule of the
-// count.
+// vote), and what the client learns from a round's answers: the TTLs in
+// use, which nodes it heard in each hash slot, and its nodes' health. How
+// the bar judges a round's grants is in round.go, with every other rule of
+// the count.
 
 // quarantineFor returns how long a node must have run to vote for a lock
 // with the given TTL; 0 when quarantine is disabled.
@@ -200,4 +201,102 @@ func (c *Client) logQuarantine(ctx context.Context, st observe.NodeState, now ti
 		slog.String("node", st.Node),
 		slog.Duration("for", st.Until.Sub(now).Round(time.Millisecond)),
 		slog.String("hint", "set Options.DisableQuarantine (redlock --no-quarantine) only for test servers, or for servers that keep their keys across restarts"))
+}
+
+// heard records what a round that reports on the nodes (an acquisition,
+// a probe) showed of them: the TTLs in use, which nodes were heard in the
+// round's slots, and each node's health, judged against quarantine (0 for
+// a probe: the learned one). It probes again the nodes whose server may
+// have changed (see tally.judge). A node whose answer was not waited for
+// keeps its previous state. The Observer is told of every change.
+func (c *Client) heard(ctx context.Context, r *round, t *tally) {
+	c.learn(r.maxTTL()) // covers the TTL of a grant: every acquire reply reports at least its own TTL
+	c.hearing.record(t.slots, r)
+	for _, i := range t.stale { // probed again at the next round (see identify)
+		c.ids.asked[i].Store(true)
+		c.ids.any.Store(true)
+	}
+	c.noteHealth(ctx, r, t.q)
+}
+
+// hearing is what a client heard of its nodes, per cluster hash slot: for
+// each slot and node, the start of the latest round in which the node
+// reported the TTLs of the slot. A node that restarted lost its locks;
+// the TTLs they had are known only to the nodes that kept them, and only
+// for their slot.
+type hearing struct {
+	mu    sync.Mutex
+	born  time.Time
+	n     int
+	slots map[uint16][]int64 // 1 + nanoseconds from born; 0: never
+}
+
+// maxHeardSlots bounds the slots a hearing keeps. Past it, one is
+// forgotten for each new one: a slot forgotten is one whose young nodes
+// wait for every answer again, which is safe.
+const maxHeardSlots = 4096
+
+// allSlots is the one slot of every key, for the mutant that hears all
+// slots at once.
+const allSlots = 1 << 15
+
+// since returns the start of the latest round after which every node
+// reported in each of slots; the zero time if some node has not.
+func (h *hearing) since(slots []uint16) time.Time {
+	if mutant.On("hearing-all-slots") {
+		slots = []uint16{allSlots}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var least int64
+	for k, s := range slots {
+		at := h.slots[s]
+		if at == nil {
+			return time.Time{}
+		}
+		for i, t := range at {
+			if t == 0 {
+				return time.Time{}
+			}
+			if k == 0 && i == 0 || t < least {
+				least = t
+			}
+		}
+	}
+	if least == 0 {
+		return time.Time{}
+	}
+	return h.born.Add(time.Duration(least - 1))
+}
+
+// record records that the nodes of r that reported did so in each of
+// slots, in a round that started at r.start.
+func (h *hearing) record(slots []uint16, r *round) {
+	if len(slots) == 0 {
+		return
+	}
+	if mutant.On("hearing-all-slots") {
+		slots = []uint16{allSlots}
+	}
+	at := int64(r.start.Sub(h.born)) + 1
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range slots {
+		nodes := h.slots[s]
+		if nodes == nil {
+			if len(h.slots) >= maxHeardSlots {
+				for old := range h.slots {
+					delete(h.slots, old)
+					break
+				}
+			}
+			nodes = make([]int64, h.n)
+			h.slots[s] = nodes
+		}
+		for i := range nodes {
+			if r.decoded[i].Age >= 0 && at > nodes[i] {
+				nodes[i] = at
+			}
+		}
+	}
 }
