@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -54,7 +55,9 @@ type server struct {
 	dbs      int
 	buf      bytes.Buffer
 	w        *bufio.Writer
+	rd       *bufio.Reader // reads buf
 	peers    map[int]*mserver.Peer // by database, for this process
+	scripts  map[string]string     // by SHA-1: the scripts this process has run, for EVALSHA
 }
 
 // An image is a copy of a server's data, as an RDB file or a replica has
@@ -79,6 +82,7 @@ type entry struct {
 func newServer(id, dbs int, now time.Time, newID func(string) string) *server {
 	s := &server{id: id, dbs: dbs, base: now, nodeBase: now, rate: 1, newID: newID}
 	s.w = bufio.NewWriter(&s.buf)
+	s.rd = bufio.NewReader(&s.buf)
 	s.boot(now, nil)
 	s.replica = s.image()
 	return s
@@ -113,6 +117,7 @@ func (s *server) boot(now time.Time, img *image) {
 	}
 	s.m.Server().SetPreHook(s.hook)
 	s.peers = make(map[int]*mserver.Peer)
+	s.scripts = nil
 	s.runID = s.newID("run")
 	s.started = node
 	s.lastsave = node.Unix() // Redis sets LASTSAVE to its start
@@ -137,8 +142,8 @@ func (s *server) hook(c *mserver.Peer, cmd string, args ...string) bool {
 	case "TIME":
 		us := s.now.UnixMicro()
 		c.WriteLen(2)
-		c.WriteBulk(fmt.Sprint(us / 1e6))
-		c.WriteBulk(fmt.Sprint(us % 1e6))
+		c.WriteBulk(strconv.FormatInt(us/1e6, 10))
+		c.WriteBulk(strconv.FormatInt(us%1e6, 10))
 		return true
 	case "LASTSAVE":
 		c.WriteInt(int(s.lastsave))
@@ -207,6 +212,21 @@ type reply struct {
 func (s *server) dispatch(now time.Time, db int, args []string) reply {
 	s.now = s.nodeNow(now)
 	s.m.SetTime(s.now)
+	switch cmd := strings.ToUpper(args[0]); cmd {
+	case "EVAL", "EVALSHA":
+		return s.eval(db, cmd == "EVALSHA", args[1:])
+	}
+	r, err := s.do(db, args)
+	if err != nil {
+		return reply{err: strings.TrimSpace(err.Error())}
+	}
+	return reply{val: convert(r)}
+}
+
+// do runs one command on database db of the miniredis store, through the
+// server's front (see hook), and returns its parsed reply, or the error
+// reply as an error.
+func (s *server) do(db int, args []string) (any, error) {
 	p := s.peers[db]
 	if p == nil {
 		p = mserver.NewPeer(s.w)
@@ -219,15 +239,10 @@ func (s *server) dispatch(now time.Time, db int, args []string) reply {
 	}
 	s.m.Server().Dispatch(p, args)
 	s.w.Flush()
-	r, err := mserver.ParseReply(bufio.NewReader(&s.buf))
+	s.rd.Reset(&s.buf)
+	r, err := mserver.ParseReply(s.rd)
 	s.buf.Reset()
-	if err != nil {
-		return reply{err: strings.TrimSpace(err.Error())}
-	}
-	if strings.HasPrefix(strings.ToUpper(args[0]), "EVAL") {
-		s.writes++
-	}
-	return reply{val: convert(r)}
+	return r, err
 }
 
 // convert turns a parsed RESP reply into the shapes driver.Node.Eval

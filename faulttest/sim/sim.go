@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -139,6 +140,9 @@ func Run(cfg Config) *Result {
 	for _, s := range w.servers {
 		s.setClock(now, time.Duration(w.rng.Int64N(int64(200*time.Millisecond))), 1+(w.rng.Float64()-0.5)*0.006)
 	}
+	// The clients' logs (a node sitting out its quarantine, and so on)
+	// would be most of the output of a search.
+	w.opts.Logger = slog.New(slog.DiscardHandler)
 	switch cfg.Canary {
 	case "quarantine-off":
 		w.opts.DisableQuarantine = true
