@@ -134,13 +134,6 @@ func (s *server) eval(db int, sha bool, args []string) reply {
 	if len(args) < 2 {
 		return reply{err: "ERR wrong number of arguments for 'eval' command"}
 	}
-	src := args[0]
-	if sha {
-		var ok bool
-		if src, ok = s.scripts[strings.ToLower(args[0])]; !ok {
-			return reply{err: "NOSCRIPT No matching script. Please use EVAL."}
-		}
-	}
 	n, err := strconv.Atoi(args[1])
 	switch {
 	case err != nil:
@@ -150,15 +143,18 @@ func (s *server) eval(db int, sha bool, args []string) reply {
 	case n > len(args)-2:
 		return reply{err: "ERR Number of keys can't be greater than number of args"}
 	}
-	c, err := compile(src)
-	if err != nil {
-		return reply{err: "ERR Error compiling script (new function): " + err.Error()}
-	}
-	if !sha {
-		if s.scripts == nil {
-			s.scripts = make(map[string]string)
+	c := s.scripts[strings.ToLower(args[0])]
+	switch {
+	case sha && c == nil:
+		return reply{err: "NOSCRIPT No matching script. Please use EVAL."}
+	case !sha:
+		if c, err = compile(args[0]); err != nil {
+			return reply{err: "ERR Error compiling script (new function): " + err.Error()}
 		}
-		s.scripts[c.sha] = src
+		if s.scripts == nil {
+			s.scripts = make(map[string]*compiled)
+		}
+		s.scripts[c.sha] = c
 	}
 	vm := vms.Get().(*luaVM)
 	defer vms.Put(vm)

@@ -55,9 +55,9 @@ type server struct {
 	dbs      int
 	buf      bytes.Buffer
 	w        *bufio.Writer
-	rd       *bufio.Reader // reads buf
+	rd       *bufio.Reader         // reads buf
 	peers    map[int]*mserver.Peer // by database, for this process
-	scripts  map[string]string     // by SHA-1: the scripts this process has run, for EVALSHA
+	scripts  map[string]*compiled  // by SHA-1: the scripts this process has run, for EVALSHA
 }
 
 // An image is a copy of a server's data, as an RDB file or a replica has
@@ -184,20 +184,35 @@ func (s *server) info(sections []string) string {
 		}
 		return false
 	}
-	var b strings.Builder
+	// Built by hand, not by fmt: the scripts ask for it on most runs.
+	var b []byte
 	if want("server") {
 		up := int64(s.now.Sub(s.started) / time.Second)
-		fmt.Fprintf(&b, "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\nprocess_id:%d\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\nuptime_in_days:%d\r\n",
-			1000+s.id, s.runID, up, up/86400)
+		b = append(b, "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\nprocess_id:"...)
+		b = strconv.AppendInt(b, int64(1000+s.id), 10)
+		b = append(b, "\r\nrun_id:"...)
+		b = append(b, s.runID...)
+		b = append(b, "\r\nuptime_in_seconds:"...)
+		b = strconv.AppendInt(b, up, 10)
+		b = append(b, "\r\nuptime_in_days:"...)
+		b = strconv.AppendInt(b, up/86400, 10)
+		b = append(b, "\r\n"...)
 	}
 	if want("replication") {
-		if b.Len() > 0 {
-			b.WriteString("\r\n")
+		if len(b) > 0 {
+			b = append(b, "\r\n"...)
 		}
-		fmt.Fprintf(&b, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\nmaster_repl_offset:%d\r\nsecond_repl_offset:%d\r\nrepl_backlog_active:0\r\n",
-			s.replid, s.replid2, s.writes, s.secondRepl)
+		b = append(b, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:"...)
+		b = append(b, s.replid...)
+		b = append(b, "\r\nmaster_replid2:"...)
+		b = append(b, s.replid2...)
+		b = append(b, "\r\nmaster_repl_offset:"...)
+		b = strconv.AppendInt(b, s.writes, 10)
+		b = append(b, "\r\nsecond_repl_offset:"...)
+		b = strconv.AppendInt(b, s.secondRepl, 10)
+		b = append(b, "\r\nrepl_backlog_active:0\r\n"...)
 	}
-	return b.String()
+	return string(b)
 }
 
 // A reply is what a command answered: the value as a driver.Node returns

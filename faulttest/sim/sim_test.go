@@ -74,17 +74,23 @@ func TestSim(t *testing.T) {
 	if *seedFlag != 0 {
 		n := max(*replays, 1)
 		hashes := map[string]int{}
-		var res *Result
+		var res, bad *Result
 		failed := 0
 		for range n {
 			res = runSeed(t, *seedFlag)
 			hashes[res.Hash]++
 			if len(res.Violations) > 0 {
 				failed++
+				if bad == nil {
+					bad = res
+				}
 			}
 		}
 		t.Logf("seed %d: %d ops, %d faults, %v virtual, %d violations; over %d replays, %d with violations, %d distinct hashes: %v",
 			res.Seed, res.Ops, res.Faults, res.Took, len(res.Violations), n, failed, len(hashes), hashes)
+		if bad != nil {
+			res = bad // a replay that failed: the one to report
+		}
 		report(t, res, *mutantFlag != "" || *canaryFlag != "")
 		return
 	}
