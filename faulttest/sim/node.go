@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,8 +154,12 @@ func (l *link) deliver(cmd []string, script *driver.Script, epoch int, f fate, d
 		now := time.Now()
 		if now.Before(s.paused) {
 			// A stopped process reads nothing: the request waits in the
-			// socket until the process goes on.
-			wait := s.paused.Sub(now)
+			// socket until the process goes on, and is then read in the
+			// order it came. The requests that waited wake a nanosecond
+			// apart, in that order, rather than all at the pause's end,
+			// when the Go scheduler, not the seed, would order them.
+			s.queued++
+			wait := s.paused.Sub(now) + time.Duration(s.queued)
 			s.mu.Unlock()
 			time.Sleep(wait)
 			continue
@@ -194,20 +199,17 @@ func (l *link) Notify(ctx context.Context, channel string, wake chan<- struct{})
 	s := l.srv
 	s.mu.Lock()
 	if s.subs == nil {
-		s.subs = make(map[string]map[chan<- struct{}]int)
+		s.subs = make(map[string][]chan<- struct{})
 	}
-	if s.subs[channel] == nil {
-		s.subs[channel] = make(map[chan<- struct{}]int)
-	}
-	s.subs[channel][wake]++
+	s.subs[channel] = append(s.subs[channel], wake)
 	s.mu.Unlock()
 	l.w.inflight.Add(1)
 	go func() {
 		defer l.w.inflight.Done()
 		<-ctx.Done()
 		s.mu.Lock()
-		if s.subs[channel][wake]--; s.subs[channel][wake] == 0 {
-			delete(s.subs[channel], wake)
+		if i := slices.Index(s.subs[channel], wake); i >= 0 {
+			s.subs[channel] = slices.Delete(s.subs[channel], i, i+1)
 		}
 		s.mu.Unlock()
 	}()

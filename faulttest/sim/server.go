@@ -44,13 +44,14 @@ type server struct {
 	secondRepl int64 // second_repl_offset; -1 when not promoted
 	writes     int64 // master_repl_offset, roughly: one per script run
 
-	subs     map[string]map[chan<- struct{}]int // PUBLISH's subscribers, by channel
-	wentBack bool                               // the clock has stepped back
-	down     time.Time                          // until then the process is not running: connections are refused
-	paused   time.Time                          // until then the process is stopped (SIGSTOP): requests wait
-	loading  time.Time                          // until then every command answers LOADING
-	snapshot *image                             // the last save, for a restart from it
-	replica  *image                             // the lagging replica's copy, for a promotion
+	subs     map[string][]chan<- struct{} // PUBLISH's subscribers, by channel, in the order they came
+	wentBack bool                         // the clock has stepped back
+	down     time.Time                    // until then the process is not running: connections are refused
+	paused   time.Time                    // until then the process is stopped (SIGSTOP): requests wait
+	queued   int                          // requests that came during the pause, so far
+	loading  time.Time                    // until then every command answers LOADING
+	snapshot *image                       // the last save, for a restart from it
+	replica  *image                       // the lagging replica's copy, for a promotion
 	newID    func(prefix string) string
 	dbs      int
 	buf      bytes.Buffer
@@ -151,7 +152,7 @@ func (s *server) hook(c *mserver.Peer, cmd string, args ...string) bool {
 	case "PUBLISH":
 		n := 0
 		if len(args) > 0 {
-			for wake := range s.subs[args[0]] {
+			for _, wake := range s.subs[args[0]] {
 				n++
 				select {
 				case wake <- struct{}{}:

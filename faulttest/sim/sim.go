@@ -165,11 +165,15 @@ func Run(cfg Config) *Result {
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	w.links = make([][]*link, 2*workers)
+	var ks []*worker
 	for i := range workers {
+		ks = append(ks, w.newWorker(i))
+	}
+	for _, k := range ks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.worker(ctx, i)
+			k.run(ctx)
 		}()
 	}
 	chaosDone := make(chan struct{})
@@ -361,7 +365,7 @@ func (w *world) chaos(ctx context.Context) {
 			w.fault(history.FaultPromote, si, "", "replica promoted, missing the writes since its last sync")
 		case 6: // a pause
 			d := time.Duration(r.Int64N(int64(w.maxTTL)))
-			s.paused = now.Add(d)
+			s.paused, s.queued = now.Add(d), 0
 			w.fault(history.FaultPause, si, "", fmt.Sprintf("for %v", d))
 		case 7: // the clock's rate changes, within the drift allowance
 			rate := 1 + (r.Float64()-0.5)*0.006

@@ -37,16 +37,26 @@ type worker struct {
 	r    *rand.Rand
 	c    *redlock.Client
 	heir *redlock.Client // another process, to which it hands holds over (Adopt)
+	opts redlock.Options
 	n    int
 }
 
-func (w *world) worker(ctx context.Context, i int) {
+// newWorker makes worker i and its clients. Run makes every worker
+// before any starts, in order: the clients draw the seeds of their random
+// sources from crypto/rand, which gives each history one stream.
+func (w *world) newWorker(i int) *worker {
 	k := &worker{w: w, i: i, name: fmt.Sprint("c", i), r: rand.New(rand.NewPCG(w.seed, uint64(i+1)))}
-	opts := w.opts
-	opts.Owner = k.name
-	opts.RetryDelay = time.Duration(30+k.r.IntN(50)) * time.Millisecond
-	k.c = w.client(i, opts)
-	k.heir = w.client(len(w.gc)+i, opts)
+	k.opts = w.opts
+	k.opts.Owner = k.name
+	k.opts.RetryDelay = time.Duration(30+k.r.IntN(50)) * time.Millisecond
+	k.c = w.client(i, k.opts)
+	k.heir = w.client(len(w.gc)+i, k.opts)
+	return k
+}
+
+// run makes operations until the history has what it needs or ctx ends.
+func (k *worker) run(ctx context.Context) {
+	w := k.w
 	defer func() {
 		k.c.Close()
 		k.heir.Close()
@@ -56,7 +66,7 @@ func (w *world) worker(ctx context.Context, i int) {
 			// The process restarts: a fresh client, which has heard no
 			// node and learned no TTL yet.
 			k.c.Close()
-			k.c = w.client(i, opts)
+			k.c = w.client(k.i, k.opts)
 		}
 		k.step(ctx)
 		w.mu.Lock()
