@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,10 +29,10 @@ import (
 // run to the next. While it runs a script it belongs to one server, whose
 // mu is held.
 type luaVM struct {
-	L   *lua.LState
-	s   *server
-	db  int
-	sha string
+	L        *lua.LState
+	s        *server
+	db       int
+	noWrites bool // the script runs with flags=no-writes
 }
 
 var (
@@ -41,8 +42,9 @@ var (
 
 // compiled is a script compiled once, and its SHA-1.
 type compiled struct {
-	proto *lua.FunctionProto
-	sha   string
+	proto    *lua.FunctionProto
+	sha      string
+	noWrites bool // the script's shebang line has flags=no-writes
 }
 
 // newLuaVM builds a state with the libraries Redis gives a script.
@@ -114,7 +116,23 @@ func compile(src string) (*compiled, error) {
 	if c, ok := protos.Load(src); ok {
 		return c.(*compiled), nil
 	}
-	chunk, err := parse.Parse(strings.NewReader(src), "@user_script")
+	// A first line "#!lua flags=..." declares the script's flags (Redis
+	// 7); the Lua source begins on the next line, and keeps its numbers.
+	body, noWrites := src, false
+	if rest, ok := strings.CutPrefix(src, "#!"); ok {
+		first, _, _ := strings.Cut(rest, "\n")
+		fields := strings.Fields(first)
+		if len(fields) == 0 || fields[0] != "lua" {
+			return nil, errors.New("unexpected engine in script shebang")
+		}
+		for _, f := range fields[1:] {
+			if flags, ok := strings.CutPrefix(f, "flags="); ok {
+				noWrites = slices.Contains(strings.Split(flags, ","), "no-writes")
+			}
+		}
+		body = "\n" + src[len("#!")+len(first)+min(1, len(rest)-len(first)):]
+	}
+	chunk, err := parse.Parse(strings.NewReader(body), "@user_script")
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +141,7 @@ func compile(src string) (*compiled, error) {
 		return nil, err
 	}
 	sum := sha1.Sum([]byte(src))
-	c := &compiled{proto: p, sha: hex.EncodeToString(sum[:])}
+	c := &compiled{proto: p, sha: hex.EncodeToString(sum[:]), noWrites: noWrites}
 	protos.Store(src, c)
 	return c, nil
 }
@@ -158,7 +176,7 @@ func (s *server) eval(db int, sha bool, args []string) reply {
 	}
 	vm := vms.Get().(*luaVM)
 	defer vms.Put(vm)
-	vm.s, vm.db, vm.sha = s, db, ""
+	vm.s, vm.db, vm.noWrites = s, db, c.noWrites
 	defer func() { vm.s = nil }()
 	L := vm.L
 	g := L.Get(lua.GlobalsIndex).(*lua.LTable)
@@ -256,6 +274,9 @@ func (vm *luaVM) call(L *lua.LState, raise bool) int {
 	case "EVAL", "EVALSHA", "MULTI", "EXEC", "SUBSCRIBE", "WATCH", "SELECT":
 		return vm.fail(L, raise, "ERR This Redis command is not allowed from script")
 	}
+	if vm.noWrites && !vm.s.reads(args[0]) {
+		return vm.fail(L, raise, "ERR Write commands are not allowed from read-only scripts.")
+	}
 	r, err := vm.s.do(vm.db, args)
 	if err != nil {
 		return vm.fail(L, raise, strings.TrimSpace(err.Error()))
@@ -301,4 +322,15 @@ func toLua(L *lua.LState, r any) lua.LValue {
 		return t
 	}
 	panic(fmt.Sprintf("sim: reply of type %T", r))
+}
+
+// reads reports whether cmd may run in a script with flags=no-writes: a
+// command that miniredis marks read-only, or one the server's front
+// answers (TIME, INFO, LASTSAVE, PUBLISH), none of which writes.
+func (s *server) reads(cmd string) bool {
+	switch strings.ToUpper(cmd) {
+	case "TIME", "INFO", "LASTSAVE", "PUBLISH":
+		return true
+	}
+	return s.m.Server().IsReadOnlyCommand(cmd)
 }
