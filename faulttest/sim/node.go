@@ -119,10 +119,10 @@ func (l *link) Eval(ctx context.Context, script *driver.Script, keys, args []str
 	l.srv.mu.Unlock()
 	done := make(chan reply, 1)
 	l.w.inflight.Add(1)
-	go l.deliver(cmd, script, epoch, f, f.out, !f.lostBack, done)
+	go l.deliver(cmd, keys, script, epoch, f, f.out, !f.lostBack, done)
 	if f.dup {
 		l.w.inflight.Add(1)
-		go l.deliver(cmd, script, epoch, f, f.out+f.dupAfter, false, nil)
+		go l.deliver(cmd, keys, script, epoch, f, f.out+f.dupAfter, false, nil)
 	}
 	select {
 	case r := <-done:
@@ -141,7 +141,7 @@ func (l *link) Eval(ctx context.Context, script *driver.Script, keys, args []str
 // deliver carries the request cmd to the server after delay, runs it
 // there as the server's state allows, and, when answer, carries the reply
 // back.
-func (l *link) deliver(cmd []string, script *driver.Script, epoch int, f fate, delay time.Duration, answer bool, done chan<- reply) {
+func (l *link) deliver(cmd []string, keys []string, script *driver.Script, epoch int, f fate, delay time.Duration, answer bool, done chan<- reply) {
 	defer l.w.inflight.Done()
 	if f.lostOut {
 		return
@@ -179,6 +179,9 @@ func (l *link) deliver(cmd []string, script *driver.Script, epoch int, f fate, d
 				// The adapters send EVAL after NOSCRIPT; its round trip
 				// is folded into this one.
 				r = s.dispatch(now, l.db, append([]string{"EVAL", script.Source()}, cmd[2:]...))
+			}
+			if r.err == "" {
+				l.w.ran(l.client, s.id, script.Name(), keys)
 			}
 		}
 		s.mu.Unlock()
