@@ -459,6 +459,9 @@ func checkPartial(h *History) []Violation {
 // checkFences finds fences that do not rise, per lock key; for
 // leaderships, terms (Term). A reader's fence need only reach the
 // writers' before it, and an adoption's the adopted hold's (see Fence).
+// An acquisition that returned after its validity had ended (Until at or
+// before Return, never extended) held nothing: its fence, drawn before
+// the holds returned meanwhile, is not judged against theirs.
 func checkFences(h *History) []Violation {
 	var vs []Violation
 	byID := make(map[int]*Op, len(h.Ops))
@@ -478,6 +481,7 @@ func checkFences(h *History) []Violation {
 						Detail: fmt.Sprintf("%s adopted %s's hold at %v with fence %d, below the %d that %s got at %v",
 							op.Client, from.Client, op.Return, op.Fence, from.Fence, from.Client, from.Return)})
 				}
+			case op.Until <= op.Return && len(op.Extends) == 0:
 			case op.Shared():
 				if excl != nil && op.Fence < excl.Fence {
 					vs = append(vs, Violation{Kind: Fence, Key: key, Ops: []int{excl.ID, op.ID}, At: op.Return,

@@ -281,6 +281,11 @@ func TestCheckerFinds(t *testing.T) {
 			holder(1, "a", "t1", 10, 100, 7),
 			holder(2, "b", "t2", 100, 200, 6),
 		), map[Kind]int{Fence: 1}},
+		{"a hold returned after its validity, with a fence below one returned before", history(3,
+			holder(1, "a", "t1", 10, 100, 7),
+			holder(2, "b", "t2", 110, 105, 6), // granted before a's fence, returned dead: it held nothing
+			holder(3, "a", "t3", 200, 300, 9),
+		), map[Kind]int{}},
 		{"a fence that repeats", history(3,
 			holder(1, "a", "t1", 10, 100, 7),
 			holder(2, "b", "t2", 100, 200, 7),

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/quorumlock/redlock/driver/drivertest"
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/internal/wire"
 )
@@ -65,6 +66,9 @@ var fidelityCases = []fidelityCase{
 	{"publish", []string{"PUBLISH", "redlock:released:k", ""}, func(r any, e string) string { return fmt.Sprint(r) + e }},
 	{"script-info-pcall", []string{"EVAL", "local r = redis.pcall('INFO', 'replication'); return type(r)", "0"}, func(r any, e string) string { return fmt.Sprint(r) + e }},
 	{"script-lastsave", []string{"EVAL", "return type(redis.pcall('LASTSAVE'))", "0"}, func(r any, e string) string { return fmt.Sprint(r) + e }},
+	{"script-no-writes", []string{"EVAL", "#!lua flags=no-writes\nlocal r = redis.pcall('SET', 'nw', 'v'); return {type(r), type(r.err), redis.call('GET', 'nw')}", "0"}, func(r any, e string) string { return fmt.Sprint(r) + e }},
+	{"script-error-table", []string{"EVAL", "error({err = 'FORMAT redlock: x'})", "0"}, func(r any, e string) string { return fmt.Sprint(r) + e }},
+	{"script-nil-false", []string{"EVAL", "return {1, 'a', false, 2}", "0"}, func(r any, e string) string { return fmt.Sprint(r) + e }},
 	{"script-time", []string{"EVAL", "local t = redis.call('TIME'); return {type(t[1]), type(t[2])}", "0"}, func(r any, e string) string { return fmt.Sprint(r) + e }},
 }
 
@@ -116,5 +120,24 @@ func TestFidelity(t *testing.T) {
 				t.Errorf("%s: simulated %q, redis-server %q", name, sim[name], want)
 			}
 		}
+	})
+}
+
+// TestNodeScripts runs the conformance suite's sequence of every script
+// (drivertest.ExerciseScripts, which an adapter passes against a real
+// redis-server) through the simulator's node: a link, without message
+// faults, to a simulated server. It checks the node as a driver.Node
+// (EVALSHA and the NOSCRIPT fallback, replies converted as the adapters
+// convert them, error replies as *driver.ReplyError) together with the
+// server's Lua engine.
+func TestNodeScripts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &world{seed: 1, cfg: Config{NodeTimeout: 50 * time.Millisecond}}
+		s := newServer(0, 1, time.Now(), w.newID)
+		defer s.m.Close()
+		l := &link{w: w, srv: s, name: "s0:6379/0", seen: make(map[uint64]int)}
+		drivertest.ExerciseScripts(t, l, "{t}k")
+		drivertest.ExerciseScripts(t, l, "x")
+		w.inflight.Wait()
 	})
 }

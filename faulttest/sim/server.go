@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,18 +44,21 @@ type server struct {
 	secondRepl int64 // second_repl_offset; -1 when not promoted
 	writes     int64 // master_repl_offset, roughly: one per script run
 
-	subs     map[string]map[chan<- struct{}]int // PUBLISH's subscribers, by channel
-	wentBack bool                               // the clock has stepped back
-	down     time.Time                          // until then the process is not running: connections are refused
-	paused   time.Time                          // until then the process is stopped (SIGSTOP): requests wait
-	loading  time.Time                          // until then every command answers LOADING
-	snapshot *image                             // the last save, for a restart from it
-	replica  *image                             // the lagging replica's copy, for a promotion
+	subs     map[string][]chan<- struct{} // PUBLISH's subscribers, by channel, in the order they came
+	wentBack bool                         // the clock has stepped back
+	down     time.Time                    // until then the process is not running: connections are refused
+	paused   time.Time                    // until then the process is stopped (SIGSTOP): requests wait
+	queued   int                          // requests that came during the pause, so far
+	loading  time.Time                    // until then every command answers LOADING
+	snapshot *image                       // the last save, for a restart from it
+	replica  *image                       // the lagging replica's copy, for a promotion
 	newID    func(prefix string) string
 	dbs      int
 	buf      bytes.Buffer
 	w        *bufio.Writer
+	rd       *bufio.Reader         // reads buf
 	peers    map[int]*mserver.Peer // by database, for this process
+	scripts  map[string]*compiled  // by SHA-1: the scripts this process has run, for EVALSHA
 }
 
 // An image is a copy of a server's data, as an RDB file or a replica has
@@ -79,6 +83,7 @@ type entry struct {
 func newServer(id, dbs int, now time.Time, newID func(string) string) *server {
 	s := &server{id: id, dbs: dbs, base: now, nodeBase: now, rate: 1, newID: newID}
 	s.w = bufio.NewWriter(&s.buf)
+	s.rd = bufio.NewReader(&s.buf)
 	s.boot(now, nil)
 	s.replica = s.image()
 	return s
@@ -113,6 +118,7 @@ func (s *server) boot(now time.Time, img *image) {
 	}
 	s.m.Server().SetPreHook(s.hook)
 	s.peers = make(map[int]*mserver.Peer)
+	s.scripts = nil
 	s.runID = s.newID("run")
 	s.started = node
 	s.lastsave = node.Unix() // Redis sets LASTSAVE to its start
@@ -137,8 +143,8 @@ func (s *server) hook(c *mserver.Peer, cmd string, args ...string) bool {
 	case "TIME":
 		us := s.now.UnixMicro()
 		c.WriteLen(2)
-		c.WriteBulk(fmt.Sprint(us / 1e6))
-		c.WriteBulk(fmt.Sprint(us % 1e6))
+		c.WriteBulk(strconv.FormatInt(us/1e6, 10))
+		c.WriteBulk(strconv.FormatInt(us%1e6, 10))
 		return true
 	case "LASTSAVE":
 		c.WriteInt(int(s.lastsave))
@@ -146,7 +152,7 @@ func (s *server) hook(c *mserver.Peer, cmd string, args ...string) bool {
 	case "PUBLISH":
 		n := 0
 		if len(args) > 0 {
-			for wake := range s.subs[args[0]] {
+			for _, wake := range s.subs[args[0]] {
 				n++
 				select {
 				case wake <- struct{}{}:
@@ -179,20 +185,35 @@ func (s *server) info(sections []string) string {
 		}
 		return false
 	}
-	var b strings.Builder
+	// Built by hand, not by fmt: the scripts ask for it on most runs.
+	var b []byte
 	if want("server") {
 		up := int64(s.now.Sub(s.started) / time.Second)
-		fmt.Fprintf(&b, "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\nprocess_id:%d\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\nuptime_in_days:%d\r\n",
-			1000+s.id, s.runID, up, up/86400)
+		b = append(b, "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\nprocess_id:"...)
+		b = strconv.AppendInt(b, int64(1000+s.id), 10)
+		b = append(b, "\r\nrun_id:"...)
+		b = append(b, s.runID...)
+		b = append(b, "\r\nuptime_in_seconds:"...)
+		b = strconv.AppendInt(b, up, 10)
+		b = append(b, "\r\nuptime_in_days:"...)
+		b = strconv.AppendInt(b, up/86400, 10)
+		b = append(b, "\r\n"...)
 	}
 	if want("replication") {
-		if b.Len() > 0 {
-			b.WriteString("\r\n")
+		if len(b) > 0 {
+			b = append(b, "\r\n"...)
 		}
-		fmt.Fprintf(&b, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\nmaster_repl_offset:%d\r\nsecond_repl_offset:%d\r\nrepl_backlog_active:0\r\n",
-			s.replid, s.replid2, s.writes, s.secondRepl)
+		b = append(b, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:"...)
+		b = append(b, s.replid...)
+		b = append(b, "\r\nmaster_replid2:"...)
+		b = append(b, s.replid2...)
+		b = append(b, "\r\nmaster_repl_offset:"...)
+		b = strconv.AppendInt(b, s.writes, 10)
+		b = append(b, "\r\nsecond_repl_offset:"...)
+		b = strconv.AppendInt(b, s.secondRepl, 10)
+		b = append(b, "\r\nrepl_backlog_active:0\r\n"...)
 	}
-	return b.String()
+	return string(b)
 }
 
 // A reply is what a command answered: the value as a driver.Node returns
@@ -207,6 +228,21 @@ type reply struct {
 func (s *server) dispatch(now time.Time, db int, args []string) reply {
 	s.now = s.nodeNow(now)
 	s.m.SetTime(s.now)
+	switch cmd := strings.ToUpper(args[0]); cmd {
+	case "EVAL", "EVALSHA":
+		return s.eval(db, cmd == "EVALSHA", args[1:])
+	}
+	r, err := s.do(db, args)
+	if err != nil {
+		return reply{err: strings.TrimSpace(err.Error())}
+	}
+	return reply{val: convert(r)}
+}
+
+// do runs one command on database db of the miniredis store, through the
+// server's front (see hook), and returns its parsed reply, or the error
+// reply as an error.
+func (s *server) do(db int, args []string) (any, error) {
 	p := s.peers[db]
 	if p == nil {
 		p = mserver.NewPeer(s.w)
@@ -219,15 +255,10 @@ func (s *server) dispatch(now time.Time, db int, args []string) reply {
 	}
 	s.m.Server().Dispatch(p, args)
 	s.w.Flush()
-	r, err := mserver.ParseReply(bufio.NewReader(&s.buf))
+	s.rd.Reset(&s.buf)
+	r, err := mserver.ParseReply(s.rd)
 	s.buf.Reset()
-	if err != nil {
-		return reply{err: strings.TrimSpace(err.Error())}
-	}
-	if strings.HasPrefix(strings.ToUpper(args[0]), "EVAL") {
-		s.writes++
-	}
-	return reply{val: convert(r)}
+	return r, err
 }
 
 // convert turns a parsed RESP reply into the shapes driver.Node.Eval

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -88,7 +89,10 @@ type world struct {
 	mu     sync.Mutex
 	ops    int
 	faults int
-	gc     []bool // by worker: its next hold pauses past its validity
+	gc     []bool      // by worker: its next hold pauses past its validity
+	after  []time.Time // by worker: when it starts afresh after a restart of a majority (see afterRestart)
+	twice  int         // the server given as two entries; -1 if none
+	forced []forced    // by client: the servers its ForceRelease under way ran on
 	opts   redlock.Options
 	maxTTL time.Duration
 }
@@ -114,7 +118,7 @@ func Run(cfg Config) *Result {
 	if w.rng.IntN(3) == 0 {
 		servers = 5
 	}
-	twice := w.rng.IntN(4) == 0 // one server given as two entries
+	twice := w.rng.IntN(2) == 0 // one server given as two entries
 	w.h = history.NewHistory(fmt.Sprintf("sim seed %d", cfg.Seed), 0)
 	now := time.Now()
 	for i := range servers {
@@ -126,8 +130,10 @@ func Run(cfg Config) *Result {
 	for i := range servers {
 		w.entries = append(w.entries, entry0{server: i, name: fmt.Sprintf("s%d:6379/0", i)})
 	}
+	w.twice = -1
 	if twice {
 		s := w.rng.IntN(servers)
+		w.twice = s
 		w.entries = append(w.entries, entry0{server: s, db: 1, name: fmt.Sprintf("s%d:6379/1", s)})
 	}
 	w.h.Nodes = len(w.entries)
@@ -139,6 +145,9 @@ func Run(cfg Config) *Result {
 	for _, s := range w.servers {
 		s.setClock(now, time.Duration(w.rng.Int64N(int64(200*time.Millisecond))), 1+(w.rng.Float64()-0.5)*0.006)
 	}
+	// The clients' logs (a node sitting out its quarantine, and so on)
+	// would be most of the output of a search.
+	w.opts.Logger = slog.New(slog.DiscardHandler)
 	switch cfg.Canary {
 	case "quarantine-off":
 		w.opts.DisableQuarantine = true
@@ -158,14 +167,28 @@ func Run(cfg Config) *Result {
 
 	const workers = 4
 	w.gc = make([]bool, workers)
+	w.after = make([]time.Time, workers)
+	w.forced = make([]forced, 2*workers)
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	w.links = make([][]*link, 2*workers)
+	var ks []*worker
 	for i := range workers {
+		ks = append(ks, w.newWorker(i))
+	}
+	if w.twice >= 0 {
+		// One client cannot reach the second entry of the server given
+		// twice at first: it hears that server's identity from one entry
+		// only, and later from the other, perhaps after a restart.
+		l := w.links[w.rng.IntN(len(w.links))][len(w.entries)-1]
+		l.quiet = now.Add(time.Duration(w.rng.Int64N(int64(2 * time.Second))))
+		w.fault(history.FaultBlackhole, l.entry, fmt.Sprint("c", l.client), fmt.Sprintf("at the start, for %v", l.quiet.Sub(now)))
+	}
+	for _, k := range ks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.worker(ctx, i)
+			k.run(ctx)
 		}()
 	}
 	chaosDone := make(chan struct{})
@@ -307,6 +330,9 @@ func (w *world) chaos(ctx context.Context) {
 		mark = ops + every/2 + r.IntN(every)
 		now := time.Now()
 		si := r.IntN(len(w.servers))
+		if w.twice >= 0 && r.IntN(2) == 0 {
+			si = w.twice // the server given twice, whose identity a restart changes
+		}
 		s := w.servers[si]
 		s.mu.Lock()
 		k := r.IntN(14)
@@ -341,6 +367,11 @@ func (w *world) chaos(ctx context.Context) {
 					o.mu.Unlock()
 				}
 			}
+			w.mu.Lock()
+			for i := range w.after {
+				w.after[i] = now.Add(time.Duration(r.Int64N(int64(longTTL / 2))))
+			}
+			w.mu.Unlock()
 		case 2: // a restart from the last save
 			down := time.Duration(r.Int64N(int64(300 * time.Millisecond)))
 			s.restartFromSnapshot(now, down)
@@ -357,7 +388,7 @@ func (w *world) chaos(ctx context.Context) {
 			w.fault(history.FaultPromote, si, "", "replica promoted, missing the writes since its last sync")
 		case 6: // a pause
 			d := time.Duration(r.Int64N(int64(w.maxTTL)))
-			s.paused = now.Add(d)
+			s.paused, s.queued = now.Add(d), 0
 			w.fault(history.FaultPause, si, "", fmt.Sprintf("for %v", d))
 		case 7: // the clock's rate changes, within the drift allowance
 			rate := 1 + (r.Float64()-0.5)*0.006
@@ -411,4 +442,43 @@ func (w *world) chaos(ctx context.Context) {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// forced records which servers ran one ForceRelease's deletion of key.
+type forced struct {
+	key     string
+	servers map[int]bool
+}
+
+// forcing starts the record of client c's ForceRelease of key.
+func (w *world) forcing(c int, key string) {
+	w.mu.Lock()
+	w.forced[c] = forced{key: key, servers: make(map[int]bool)}
+	w.mu.Unlock()
+}
+
+// ran notes that the script name of client c ran on server s without an
+// error reply.
+func (w *world) ran(c, s int, name string, keys []string) {
+	if name != "force" || len(keys) == 0 {
+		return
+	}
+	w.mu.Lock()
+	if f := w.forced[c]; f.servers != nil && f.key == keys[0] {
+		f.servers[s] = true
+	}
+	w.mu.Unlock()
+}
+
+// forcedOn returns on how many servers client c's ForceRelease of key ran,
+// and ends its record.
+func (w *world) forcedOn(c int, key string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.forced[c]
+	w.forced[c] = forced{}
+	if f.key != key {
+		return 0
+	}
+	return len(f.servers)
 }

@@ -21,6 +21,9 @@ var (
 	ttls     = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 3 * time.Second}
 )
 
+// longTTL is the TTL of the workload's occasional long lock.
+const longTTL = 8 * time.Second
+
 const (
 	semKey      = "{t}sem"
 	semPermits  = 2
@@ -37,28 +40,50 @@ type worker struct {
 	r    *rand.Rand
 	c    *redlock.Client
 	heir *redlock.Client // another process, to which it hands holds over (Adopt)
+	opts redlock.Options
 	n    int
 }
 
-func (w *world) worker(ctx context.Context, i int) {
+// newWorker makes worker i and its clients. Run makes every worker
+// before any starts, in order: the clients draw the seeds of their random
+// sources from crypto/rand, which gives each history one stream.
+func (w *world) newWorker(i int) *worker {
 	k := &worker{w: w, i: i, name: fmt.Sprint("c", i), r: rand.New(rand.NewPCG(w.seed, uint64(i+1)))}
-	opts := w.opts
-	opts.Owner = k.name
-	opts.RetryDelay = time.Duration(30+k.r.IntN(50)) * time.Millisecond
-	k.c = w.client(i, opts)
-	k.heir = w.client(len(w.gc)+i, opts)
+	k.opts = w.opts
+	k.opts.Owner = k.name
+	k.opts.RetryDelay = time.Duration(30+k.r.IntN(50)) * time.Millisecond
+	k.c = w.client(i, k.opts)
+	k.heir = w.client(len(w.gc)+i, k.opts)
+	return k
+}
+
+// run makes operations until the history has what it needs or ctx ends.
+func (k *worker) run(ctx context.Context) {
+	w := k.w
 	defer func() {
 		k.c.Close()
 		k.heir.Close()
 	}()
 	for ctx.Err() == nil && !w.done() {
-		if k.r.IntN(4) == 0 {
+		w.mu.Lock()
+		after := w.after[k.i]
+		due := !after.IsZero() && !time.Now().Before(after)
+		if due {
+			w.after[k.i] = time.Time{}
+		}
+		w.mu.Unlock()
+		switch {
+		case due:
+			k.afterRestart(ctx)
+		case k.r.IntN(4) == 0:
 			// The process restarts: a fresh client, which has heard no
 			// node and learned no TTL yet.
 			k.c.Close()
-			k.c = w.client(i, opts)
+			k.c = w.client(k.i, k.opts)
+			fallthrough
+		default:
+			k.step(ctx)
 		}
-		k.step(ctx)
 		w.mu.Lock()
 		w.ops++
 		w.mu.Unlock()
@@ -145,23 +170,18 @@ func (k *worker) release(ctx context.Context, op *history.Op, l *redlock.Lock) {
 // step makes one operation.
 func (k *worker) step(ctx context.Context) {
 	ttl := ttls[k.r.IntN(len(ttls))]
+	if k.r.IntN(8) == 0 {
+		// A long lock among short ones: a restart of its servers leaves
+		// it held on the others for long after, and the nodes report its
+		// TTL, not its time left, so that a client asking a shorter TTL
+		// learns the right quarantine.
+		ttl = longTTL
+	}
 	wait, cancel := context.WithTimeout(ctx, k.w.maxTTL/2)
 	defer cancel()
 	switch x := k.r.IntN(20); {
 	case x < 6: // Lock or TryLock
-		key := lockKeys[k.r.IntN(len(lockKeys))]
-		op := k.begin(history.OpLock, key, ttl)
-		var l *redlock.Lock
-		var err error
-		if k.r.IntN(2) == 0 {
-			l, err = k.c.Lock(wait, key, ttl)
-		} else {
-			l, err = k.c.TryLock(ctx, key, ttl)
-		}
-		k.got(op, l, err)
-		if err == nil {
-			k.hold(ctx, op, l, ttl)
-		}
+		k.lock(ctx, wait, lockKeys[k.r.IntN(len(lockKeys))], ttl, k.r.IntN(2) == 0)
 	case x < 8: // LockAll
 		a, b := k.r.IntN(len(lockKeys)), k.r.IntN(len(lockKeys)-1)
 		if b >= a {
@@ -246,6 +266,38 @@ func (k *worker) step(ctx context.Context) {
 	}
 }
 
+// lock takes key for ttl (Lock, waiting up to wait, or TryLock), holds
+// and releases it, and records it.
+func (k *worker) lock(ctx, wait context.Context, key string, ttl time.Duration, waits bool) {
+	op := k.begin(history.OpLock, key, ttl)
+	var l *redlock.Lock
+	var err error
+	if waits {
+		l, err = k.c.Lock(wait, key, ttl)
+	} else {
+		l, err = k.c.TryLock(ctx, key, ttl)
+	}
+	k.got(op, l, err)
+	if err == nil {
+		k.hold(ctx, op, l, ttl)
+	}
+}
+
+// afterRestart is what a process started after a majority of the
+// servers restarted does first, the schedule of issue 39's first hole:
+// with a fresh client, it locks a key of one slot, releases it, then
+// tries a key of another slot with a short TTL, which a lock taken before
+// the restart may still hold.
+func (k *worker) afterRestart(ctx context.Context) {
+	k.c.Close()
+	k.c = k.w.client(k.i, k.opts)
+	wait, cancel := context.WithTimeout(ctx, k.w.maxTTL/2)
+	defer cancel()
+	short := ttls[k.r.IntN(2)]
+	k.lock(ctx, wait, []string{"x", "y"}[k.r.IntN(2)], short, false)
+	k.lock(ctx, wait, []string{"{t}a", "{t}b"}[k.r.IntN(2)], short, false)
+}
+
 // adopt takes a hold (a lock, a reader's or writer's, or a permit) and
 // hands it over to the heir, another process, which adopts it by its token,
 // holds and releases it.
@@ -295,9 +347,14 @@ func (k *worker) force(ctx context.Context) {
 	h := k.w.h
 	key := lockKeys[k.r.IntN(len(lockKeys))]
 	rm := history.Removal{Key: key, By: k.name, How: history.ByForceRelease, Call: h.Now()}
+	k.w.forcing(k.i, key)
 	views, err := admin.New(k.c).ForceRelease(ctx, key)
 	rm.Return = h.Now()
-	rm.OK = err == nil
+	// A removal whose verdict failed may still have deleted the key on a
+	// majority of the servers (say, on nodes that answered but that the
+	// client did not count, not yet knowing them to be servers apart):
+	// its holder has lost the lock then, and the history says so.
+	rm.OK = err == nil || k.w.forcedOn(k.i, key) > len(k.w.servers)/2
 	if err != nil {
 		rm.Err = err.Error()
 	}
