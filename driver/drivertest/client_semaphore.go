@@ -75,7 +75,12 @@ func (s *suite) testSemaphorePermits(t *testing.T) {
 	}
 	// Its holder goes away without a release: the slot frees itself.
 	time.Sleep(400 * time.Millisecond)
+	// A round that a loaded machine stalls past the node timeout fails
+	// for want of a quorum, and says nothing of the slot: try again.
 	q, err := sem.TryAcquire(ctx, 10*time.Second)
+	for try := 1; errors.Is(err, redlock.ErrNoQuorum) && try < 3; try++ {
+		q, err = sem.TryAcquire(ctx, 10*time.Second)
+	}
 	if err != nil {
 		t.Fatalf("TryAcquire after a permit expired: %v", err)
 	}
