@@ -128,11 +128,17 @@ func (rw *RWLock) obtain(ctx context.Context, ttl time.Duration, kind wire.Kind,
 		return nil, err
 	}
 	// The nodes that granted dropped the intent; one that refused (a
-	// reader live there alone) recorded it. A node that answers after
-	// the quorum keeps what it recorded until IntentTTL: that slows the
-	// readers down on that node only, and never lets anyone in.
-	if l.last.count(observe.OutcomeTaken) > 0 {
-		c.dropIntent(ctx, ks, l.last)
+	// reader live there alone) recorded it, and takes it back in the
+	// background: the lock is the caller's now, and its validity runs. A
+	// node that answers after the quorum keeps what it recorded until
+	// IntentTTL: that slows the readers down on that node only, and
+	// never lets anyone in. Close waits for the round.
+	if prev := l.last; prev.count(observe.OutcomeTaken) > 0 {
+		c.flying.add(1)
+		go func() {
+			defer c.flying.done()
+			c.dropIntent(context.WithoutCancel(ctx), ks, prev)
+		}()
 	}
 	return l, nil
 }
