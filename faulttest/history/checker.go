@@ -172,12 +172,23 @@ func removedAt(h *History) removals {
 // forever is a moment after every other.
 const forever = Mono(1<<63 - 1)
 
-// cut returns when an operator removed op, or forever if none did.
+// cut returns when an operator removed op, or forever if none did. A
+// removal of any one key of a LockAll ends its claim: the lock is no
+// longer the all-or-nothing hold it was.
 func (rm removals) cut(op *Op) Mono {
-	if at, ok := rm[holderRef{op.Key, op.Holder}]; ok && op.Holder != "" {
-		return at
+	if op.Holder == "" {
+		return forever
 	}
-	return forever
+	at := forever
+	if t, ok := rm[holderRef{op.Key, op.Holder}]; ok {
+		at = t
+	}
+	for _, key := range op.LockKeys() {
+		if t, ok := rm[holderRef{key, op.Holder}]; ok {
+			at = min(at, t)
+		}
+	}
+	return at
 }
 
 // held returns the stretches during which op claims to hold its lock: from
