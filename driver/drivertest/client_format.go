@@ -107,7 +107,6 @@ func (s *suite) testTokenOneWord(t *testing.T) {
 	var logged bytes.Buffer
 	slog.New(slog.NewTextHandler(&logged, nil)).Info("held", "lock", l)
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("held", "lock", l)
-	//lint:ignore S1025 each verb of fmt is what is checked, %s as well
 	for _, text := range []string{fmt.Sprintf("%v", l), fmt.Sprintf("%+v", l), fmt.Sprintf("%#v", l), fmt.Sprintf("%s", l), logged.String()} {
 		if strings.Contains(text, nodeToken(tok)) || !strings.Contains(text, key) || !strings.Contains(text, l.ID()) {
 			t.Errorf("a printed or logged Lock shows %q: want its key and ID, never the token", text)
