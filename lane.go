@@ -58,18 +58,27 @@ type request struct {
 // then arranges for next to be dispatched once q has returned, and reports
 // whether it did so; false means that q has returned already, and next
 // may be sent at once. Exactly one of then, deliver and the deadline
-// fallback in send dispatches next. q holds one next: the rounds of a lock
-// follow one another, each after the one before (Lock.last), never two
-// after the same round.
+// fallback in send dispatches next. q holds one next; a second request
+// to follow q (a lock's release while a writer's intent is taken back
+// after the same round, say) follows the first instead, which is sent
+// only after q anyway.
 func (q *request) then(next *request) bool {
-	if q.returned.Load() {
-		return false
+	for {
+		if q.returned.Load() {
+			return false
+		}
+		if q.next.CompareAndSwap(nil, next) {
+			if q.returned.Load() && q.next.CompareAndSwap(next, nil) {
+				return false // returned meanwhile, and deliver did not take next
+			}
+			return true
+		}
+		if p := q.next.Load(); p != nil {
+			// p is sent after q has returned, or at the deadline: once p
+			// has returned, or at once if it has, next may go.
+			return p.then(next)
+		}
 	}
-	q.next.Store(next)
-	if q.returned.Load() && q.next.CompareAndSwap(next, nil) {
-		return false // returned meanwhile, and deliver did not take next
-	}
-	return true
 }
 
 // dispatch sends the request through its node's lane, or on a goroutine

@@ -621,3 +621,43 @@ func TestWaitingRequestFollowsItsPredecessor(t *testing.T) {
 		t.Fatalf("c saw %q, want its acquire, then its extension", got)
 	}
 }
+
+// TestTwoRequestsFollowOneRound checks that two rounds sent after the same
+// round (a release, and a writer's intent taken back in the background)
+// are both sent to a slow node once its request of that round returns:
+// neither is lost, and Close does not wait for ever.
+func TestTwoRequestsFollowOneRound(t *testing.T) {
+	s := newSlowNodeLog(t)
+	ctx := context.Background()
+	l, err := s.c.TryLock(ctx, "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := s.c.send(ctx, 5*time.Second, 1, l.ks.Extend(l.token, 10*time.Second), l.last)
+	second := s.c.send(ctx, 5*time.Second, 1, l.ks.Extend(l.token, 10*time.Second), l.last)
+	if l.last.reqs[2].next.Load() != &first.reqs[2] || first.reqs[2].next.Load() != &second.reqs[2] {
+		t.Fatal("the second request to c does not follow the first, which follows c's acquire")
+	}
+	close(s.gate)
+	first.drain()
+	second.drain()
+	closed := make(chan struct{})
+	go func() {
+		s.c.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still waits for a request that was never sent")
+	}
+	var got []string
+	for _, e := range s.log {
+		if strings.HasPrefix(e, "c ") {
+			got = append(got, e)
+		}
+	}
+	if !slices.Equal(got, []string{"c acquire", "c extend", "c extend"}) {
+		t.Fatalf("c saw %q, want its acquire, then both extensions", got)
+	}
+}
