@@ -88,14 +88,19 @@ type Options struct {
 	// seen in use, or that a node reports for the lock key's slot (each
 	// node records the TTLs used in each slot). Only the nodes that kept
 	// a lock know its TTL, so a node that started within the hour votes
-	// at once only if the client has heard every node in the key's slot
-	// since it started; otherwise the round waits for every answer, or
-	// the node timeout. That is safe while at most N − N/2 − 1 nodes are
-	// down or restarted at once (see SAFETY.md).
+	// only once the client has heard every node in the key's slot since
+	// it started, in this round or an earlier one; a round waits for
+	// those answers, and without them, at the node timeout, the node does
+	// not vote. That is safe as long as every valid lock is still held by
+	// some node that did not restart without its data: with fewer than
+	// N/2+1 nodes restarted within the largest TTL in use, always (see
+	// SAFETY.md, "Restarts, per hash slot"). While a node is down for
+	// good, a fresh client counts no node that started within the hour.
 	//
 	// Set Quarantine to the largest TTL any client of these nodes uses to
-	// be safe beyond that: a node then votes once it has run that long,
-	// whatever the client heard. It never shortens the learned value.
+	// be safe beyond that, and to let a young node vote while another is
+	// down: a node then votes once it has run that long, whatever the
+	// client heard. It never shortens the learned value.
 	Quarantine time.Duration
 
 	// MaxTTL is the longest TTL the client accepts: Lock, TryLock,

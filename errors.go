@@ -65,6 +65,12 @@ var errNoAnswer = errors.New("no answer within the node timeout")
 
 // errUnidentified is the error of a node whose grant did not count because
 // the client does not know yet which server it is (see identify).
+// errUnheard is why a grant of a node that restarted within the hour did
+// not count: the client has not heard every node in the key's hash slot
+// since, and one it has not heard may keep a lock, with its TTL, that the
+// young node lost (see SAFETY.md, "Restarts, per hash slot").
+var errUnheard = errors.New("restarted within the hour, and not every node has been heard in this hash slot since: it votes once they have, or after Options.Quarantine if set")
+
 var errUnidentified = errors.New("answered, but not counted: not yet known to be a server apart from the other nodes")
 
 func invalidf(format string, args ...any) error {

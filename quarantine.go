@@ -155,7 +155,7 @@ func (c *Client) noteHealth(ctx context.Context, r *round, quarantine time.Durat
 		case res.Outcome == observe.OutcomeFailed || res.Outcome == observe.OutcomeNoAnswer:
 			st.Health, st.Err, st.Until = observe.NodeUnreachable, res.Err, time.Time{}
 		case res.Outcome == observe.OutcomeQuarantined:
-			st.Health, st.Err, st.Until = observe.NodeQuarantined, nil, now.Add(res.TTL)
+			st.Health, st.Err, st.Until = observe.NodeQuarantined, res.Err, now.Add(res.TTL)
 		case r.decoded[i].Age >= 0 && r.decoded[i].Age < quarantine:
 			st.Health, st.Err, st.Until = observe.NodeQuarantined, nil, now.Add(quarantine-r.decoded[i].Age)
 		default:
@@ -197,10 +197,12 @@ func (c *Client) logHealth(ctx context.Context, e observe.NodeEvent) {
 // round). Without it the first lock on fresh servers waits a TTL and says
 // nothing.
 func (c *Client) logQuarantine(ctx context.Context, st observe.NodeState, now time.Time) {
-	c.log.LogAttrs(ctx, slog.LevelInfo, "redlock: node sits out its quarantine after a restart or a promotion; rounds that need its vote wait",
-		slog.String("node", st.Node),
-		slog.Duration("for", st.Until.Sub(now).Round(time.Millisecond)),
-		slog.String("hint", "set Options.DisableQuarantine (redlock --no-quarantine) only for test servers, or for servers that keep their keys across restarts"))
+	attrs := []slog.Attr{slog.String("node", st.Node), slog.Duration("for", st.Until.Sub(now).Round(time.Millisecond))}
+	if st.Err != nil {
+		attrs = append(attrs, slog.Any("or_until", st.Err))
+	}
+	attrs = append(attrs, slog.String("hint", "set Options.DisableQuarantine (redlock --no-quarantine) only for test servers, or for servers that keep their keys across restarts"))
+	c.log.LogAttrs(ctx, slog.LevelInfo, "redlock: node sits out its quarantine after a restart or a promotion; rounds that need its vote wait", attrs...)
 }
 
 // heard records what a round that reports on the nodes (an acquisition,
@@ -240,33 +242,33 @@ const maxHeardSlots = 4096
 // slots at once.
 const allSlots = 1 << 15
 
-// since returns the start of the latest round after which every node
-// reported in each of slots; the zero time if some node has not.
-func (h *hearing) since(slots []uint16) time.Time {
+// each returns, for each node, the start of the latest round after which
+// the node reported in every one of slots; the zero time for a node that
+// has not.
+func (h *hearing) each(slots []uint16) []time.Time {
 	if mutant.On("hearing-all-slots") {
 		slots = []uint16{allSlots}
 	}
+	out := make([]time.Time, h.n)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var least int64
-	for k, s := range slots {
-		at := h.slots[s]
-		if at == nil {
-			return time.Time{}
-		}
-		for i, t := range at {
-			if t == 0 {
-				return time.Time{}
+	for i := range out {
+		var least int64
+		for k, s := range slots {
+			at := h.slots[s]
+			if at == nil || at[i] == 0 {
+				least = 0
+				break
 			}
-			if k == 0 && i == 0 || t < least {
-				least = t
+			if k == 0 || at[i] < least {
+				least = at[i]
 			}
 		}
+		if least > 0 {
+			out[i] = h.born.Add(time.Duration(least - 1))
+		}
 	}
-	if least == 0 {
-		return time.Time{}
-	}
-	return h.born.Add(time.Duration(least - 1))
+	return out
 }
 
 // record records that the nodes of r that reported did so in each of

@@ -394,7 +394,7 @@ type answer struct {
 func syntheticRound(answers ...answer) *round {
 	r := &round{answered: make(chan int, len(answers)), reqs: make([]request, 3), results: make([]observe.NodeResult, 3),
 		decoded: make([]wire.Reply, 3), pending: 3, call: wire.Set{Name: "k"}.Acquire("token", time.Second, 0),
-		deadline: time.Now().Add(time.Minute)}
+		start: time.Now(), deadline: time.Now().Add(time.Minute)}
 	for i := range r.decoded {
 		r.decoded[i].Age = -1
 		r.reqs[i].node = i
@@ -430,13 +430,13 @@ func TestCollectHearsEveryoneBeforeTrustingYoungNodes(t *testing.T) {
 	// without waiting for the survivor.
 	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young})
 	r.start = time.Now()
-	if !r.collect(&tally{quorum: 2, voters: &voters{all: true}, slots: []uint16{1}, q: bar, heard: time.Now().Add(-400 * time.Millisecond)}) || r.pending != 1 {
+	if !r.collect(&tally{quorum: 2, voters: &voters{all: true}, slots: []uint16{1}, q: bar, heard: heardAt(time.Now().Add(-400 * time.Millisecond))}) || r.pending != 1 {
 		t.Fatalf("heard all after the restart: decided %v with %d answers pending", r.results, r.pending)
 	}
 	// One that last heard every node before they restarted does not.
 	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young}, survivor(1000))
 	r.start = time.Now()
-	if r.collect(&tally{quorum: 2, voters: &voters{all: true}, slots: []uint16{1}, q: bar, heard: time.Now().Add(-600 * time.Millisecond)}) {
+	if r.collect(&tally{quorum: 2, voters: &voters{all: true}, slots: []uint16{1}, q: bar, heard: heardAt(time.Now().Add(-600 * time.Millisecond))}) {
 		t.Fatal("a quorum of nodes restarted after the last full hearing was trusted before the survivor's answer")
 	}
 	// Without quarantine the round is decided on the first two answers.
@@ -445,6 +445,36 @@ func TestCollectHearsEveryoneBeforeTrustingYoungNodes(t *testing.T) {
 		t.Fatalf("without quarantine: decided %v with %d answers pending", r.results, r.pending)
 	}
 }
+
+func TestDeadlineDoesNotTrustUnheardYoungNodes(t *testing.T) {
+	// Two nodes restarted half a second ago grant; the survivor, which
+	// may keep a long lock they lost, never answers: at the deadline
+	// their grants do not count, whoever else is silent.
+	young := []any{int64(1), int64(5), int64(500), int64(300)}
+	ended := make(chan struct{})
+	close(ended)
+	r := syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young})
+	r.expired = ended
+	if r.collect(&tally{quorum: 2, voters: &voters{all: true}, slots: []uint16{1}, q: 300 * time.Millisecond}) {
+		t.Fatal("at the deadline, two young nodes' grants counted without a word from the third node")
+	}
+	for _, i := range []int{0, 1} {
+		if res := r.results[i]; res.Outcome != observe.OutcomeQuarantined || !errors.Is(res.Err, errUnheard) || res.TTL <= 0 {
+			t.Fatalf("node %d: %+v, want quarantined (errUnheard) for a while", i, res)
+		}
+	}
+	// The same grants count at the deadline for a client that heard every
+	// node in the slot after the young ones started.
+	r = syntheticRound(answer{node: 0, val: young}, answer{node: 1, val: young})
+	r.expired = ended
+	r.start = time.Now()
+	if !r.collect(&tally{quorum: 2, voters: &voters{all: true}, slots: []uint16{1}, q: 300 * time.Millisecond, heard: heardAt(time.Now().Add(-400 * time.Millisecond))}) {
+		t.Fatalf("heard every node after the restart: refused at the deadline: %v", r.results)
+	}
+}
+
+// heardAt is a tally's hearing of three nodes, each last heard at t.
+func heardAt(t time.Time) []time.Time { return []time.Time{t, t, t} }
 
 // gatedNode answers the scripts as an old, healthy node would, in memory,
 // and logs each call it completes. Its acquire calls wait for gate, if

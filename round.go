@@ -258,12 +258,12 @@ type tally struct {
 	quorum int
 	voters *voters // which nodes count (identity.go)
 	// For a round that grants: the quarantine asked for (0: none), and
-	// what makes a young node's grant count at once: Options.Quarantine
-	// set (floor), or every node heard in the round's slots after the
-	// node started (heard; zero if never).
+	// what makes a young node's grant count: Options.Quarantine set
+	// (floor), or every node heard in the round's slots after the node
+	// started, before the round (heard, by node; zero if never) or in it.
 	q     time.Duration
 	floor bool
-	heard time.Time
+	heard []time.Time
 	slots []uint16 // the cluster hash slots of the round's keys
 	stale []int    // nodes whose grants say their server may have changed
 }
@@ -275,7 +275,7 @@ func (c *Client) tally(ks *keyset, q time.Duration) tally {
 	if ks != nil {
 		t.slots = ks.slots
 		if q > 0 && !t.floor {
-			t.heard = c.hearing.since(t.slots)
+			t.heard = c.hearing.each(t.slots)
 		}
 	}
 	return t
@@ -286,13 +286,23 @@ func (c *Client) tally(ks *keyset, q time.Duration) tally {
 // started: the longest TTL a lock may have by default (Options.MaxTTL).
 const youngHorizon = time.Hour
 
-// judge applies the tally to the answers of r collected so far, and
+// judge applies the tally to the answers of r once they are all in, or
+// the round is over: see weigh.
+func (t *tally) judge(r *round) { t.weigh(r, true) }
+
+// weigh applies the tally to the answers of r collected so far, and
 // reports whether r must wait for more answers though a quorum agrees.
-func (t *tally) judge(r *round) (wait bool) {
+// With final, the round takes no more answers: a young node's grant that
+// the client cannot yet trust (see heardSince) then does not count.
+func (t *tally) weigh(r *round, final bool) (wait bool) {
 	v := t.voters
 	var bar, young time.Duration
+	var heard time.Time
 	if t.q > 0 {
 		bar, young = max(t.q, r.maxTTL()), max(youngHorizon, t.q)
+		if !t.floor {
+			heard = t.heardSince(r)
+		}
 	}
 	for i := range r.results {
 		res, age := &r.results[i], r.decoded[i].Age
@@ -324,11 +334,41 @@ func (t *tally) judge(r *round) (wait bool) {
 		// answer, and reports its age cut to the millisecond: it started
 		// no later than this.
 		started := r.start.Add(res.Latency - age + time.Millisecond)
-		if !t.floor && age < young && (t.heard.IsZero() || !t.heard.After(started)) {
+		if !t.floor && age < young && (heard.IsZero() || !heard.After(started)) {
+			if final {
+				// Some node that may keep a lock this one lost, and
+				// would report its TTL, has not been heard in the
+				// slot since the node started.
+				res.Outcome, res.TTL, res.Err = observe.OutcomeQuarantined, young-age, errUnheard
+				continue
+			}
 			wait = true
 		}
 	}
 	return wait
+}
+
+// heardSince returns the time after which every node has reported in the
+// round's slots: before the round (t.heard), or in it, at its start; the
+// zero time if some node has not.
+func (t *tally) heardSince(r *round) time.Time {
+	var least time.Time
+	for i, d := range r.decoded {
+		at := time.Time{}
+		if i < len(t.heard) {
+			at = t.heard[i]
+		}
+		if d.Age >= 0 && r.start.After(at) {
+			at = r.start
+		}
+		if at.IsZero() {
+			return time.Time{}
+		}
+		if i == 0 || at.Before(least) {
+			least = at
+		}
+	}
+	return least
 }
 
 // changed reports whether the answer of node i to r says that its
@@ -349,7 +389,7 @@ func (t *tally) changed(r *round, i int) bool {
 // as they are.
 func (r *round) collect(t *tally) bool {
 	for r.pending > 0 && r.next() {
-		wait := t.judge(r)
+		wait := t.weigh(r, false)
 		if r.agreed(t.quorum) && !wait {
 			return true
 		}

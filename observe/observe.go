@@ -241,8 +241,8 @@ func (h NodeHealth) String() string {
 type NodeState struct {
 	Node   string     // the node's Name
 	Health NodeHealth // what the last answer, or its absence, showed
-	Until  time.Time  // NodeQuarantined: when the node should vote again
-	Err    error      // NodeUnreachable, NodeRefusing, NodeBusy: the last error
+	Until  time.Time  // NodeQuarantined: when the node should vote again at the latest
+	Err    error      // NodeUnreachable, NodeRefusing, NodeBusy: the last error; NodeQuarantined: what it waits for, if more than time
 	Seen   time.Time  // when the state was observed; zero if never
 
 	// Set by package admin's Probe only: how long the node's redis-server

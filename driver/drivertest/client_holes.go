@@ -23,6 +23,7 @@ import (
 func (s *suite) testHoles(t *testing.T) {
 	t.Run("RestartAcrossSlotsN3", func(t *testing.T) { s.testRestartAcrossSlots(t, 3, 2) })
 	t.Run("RestartAcrossSlotsN5", func(t *testing.T) { s.testRestartAcrossSlots(t, 5, 3) })
+	t.Run("RestartSurvivorSilent", s.testRestartSurvivorSilent)
 	t.Run("AdoptFenceNodePaused", func(t *testing.T) { s.testAdoptFenceNodePaused(t, "lock") })
 	t.Run("AdoptReaderFenceNodePaused", func(t *testing.T) { s.testAdoptFenceNodePaused(t, "reader") })
 	t.Run("IdentityRestartBetweenProbes", s.testIdentityRestartBetweenProbes)
@@ -125,6 +126,62 @@ func (s *suite) testRestartAcrossSlots(t *testing.T, n, restarted int) {
 	}
 	if rounds < len(tries) {
 		t.Fatalf("no fresh client tried within H's validity: the test shows nothing")
+	}
+}
+
+// testRestartSurvivorSilent: H holds a lock on all three nodes; two of
+// them restart empty, and the third, the only one that knows H's lock
+// and its TTL, is paused. Fresh clients with default options try the
+// lock: the restarted nodes grant, the third never answers. None may
+// get it: a young node's grant counts only once the client has heard
+// every node in the key's slot since it started, and a round that ends
+// at the node timeout without that answer does not count it.
+//
+// A client that judged such a round on the answers it had at the node
+// timeout gave every fresh client the lock.
+func (s *suite) testRestartSurvivorSilent(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	h := s.client(t, cl.urls(), nil)
+	ctx := ctxT(t)
+	const ttl = 15 * time.Second
+	lock := lockOnAll(t, ctx, h, "{t}a", ttl, cl.servers)
+	for _, srv := range cl.servers[:2] {
+		if err := srv.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	survivor := cl.servers[2]
+	if err := survivor.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { survivor.Resume() })
+	// Older than the fresh clients' TTL, so that the restarted nodes
+	// themselves grant it (uptime_in_seconds counts whole seconds).
+	time.Sleep(2500 * time.Millisecond)
+	granted, tries := 0, 0
+	for c := 0; c < 5 && time.Now().Add(time.Second).Before(lock.Until()); c++ {
+		fresh := s.quarantineClient(t, cl.urls(), &redlock.Options{})
+		l, err := fresh.TryLock(ctx, "{t}a", time.Second)
+		tries++
+		switch {
+		case err == nil:
+			if time.Now().Before(lock.Until()) {
+				granted++
+			}
+			l.Release(ctx)
+		case !errors.Is(err, redlock.ErrNoQuorum) && !errors.Is(err, redlock.ErrRefused):
+			t.Errorf("fresh client %d: %v, want ErrNoQuorum or ErrRefused", c, err)
+		}
+		fresh.Close()
+	}
+	if granted > 0 {
+		t.Fatalf("with two of three nodes restarted and the third paused, %d of %d fresh clients got H's lock", granted, tries)
+	}
+	if tries == 0 {
+		t.Fatal("no fresh client tried within H's validity: the test shows nothing")
 	}
 }
 
