@@ -471,13 +471,21 @@ func checkPartial(h *History) []Violation {
 // leaderships, terms (Term). A reader's fence need only reach the
 // writers' before it, and an adoption's the adopted hold's (see Fence).
 // An acquisition that returned after its validity had ended (Until at or
-// before Return, never extended) held nothing: its fence, drawn before
-// the holds returned meanwhile, is not judged against theirs.
+// before Return, never extended), or after an operator removed it, held
+// nothing: its fence, drawn before the holds returned meanwhile, is not
+// judged against theirs.
 func checkFences(h *History) []Violation {
 	var vs []Violation
 	byID := make(map[int]*Op, len(h.Ops))
 	for _, op := range h.Ops {
 		byID[op.ID] = op
+	}
+	rm := removedAt(h)
+	// unfenced reports whether top's fence need not be exceeded by op:
+	// an operator removed top before op returned, in a history whose
+	// removals need not meet A5.
+	unfenced := func(top, op *Op) bool {
+		return h.RemovalsUnfenced && rm.cut(top) < op.Return
 	}
 	for key, ops := range byKey(h) {
 		ops = slices.Clone(ops)
@@ -493,13 +501,21 @@ func checkFences(h *History) []Violation {
 							op.Client, from.Client, op.Return, op.Fence, from.Fence, from.Client, from.Return)})
 				}
 			case op.Until <= op.Return && len(op.Extends) == 0:
+			case rm.cut(op) <= op.Return:
+				// Removed by an operator before the call returned: it
+				// never held, and its fence is not judged. In a history
+				// whose removals need not meet A5, nothing after it is
+				// judged against its fence either.
+				if h.RemovalsUnfenced {
+					continue
+				}
 			case op.Shared():
 				if excl != nil && op.Fence < excl.Fence {
 					vs = append(vs, Violation{Kind: Fence, Key: key, Ops: []int{excl.ID, op.ID}, At: op.Return,
 						Detail: fmt.Sprintf("%s got reader's fence %d at %v, below the writer's %d that %s got at %v",
 							op.Client, op.Fence, op.Return, excl.Fence, excl.Client, excl.Return)})
 				}
-			case top != nil && op.Fence <= top.Fence:
+			case top != nil && op.Fence <= top.Fence && !unfenced(top, op):
 				kind, what := Fence, "fence"
 				if op.Kind == OpLeader && top.Kind == OpLeader {
 					kind, what = Term, "term"

@@ -576,3 +576,30 @@ func TestCheckerPrimitives(t *testing.T) {
 		})
 	}
 }
+
+// TestRemovedBeforeItReturned: an acquisition whose lock an operator
+// removed while the call was still waiting for its last answers held
+// nothing. Its fence, below that of the holder after the removal, is not
+// a violation; in a history whose removals need not meet A5 (the
+// simulator's), nothing after it is judged against its fence either.
+func TestRemovedBeforeItReturned(t *testing.T) {
+	removed := holder(1, "a", "t1", 110, 8000, 5)
+	removed.Holder = "h1"
+	next := holder(2, "b", "t2", 76, 8000, 9)
+	later := holder(3, "c", "t3", 9000, 9500, 7)
+	for _, unfenced := range []bool{false, true} {
+		h := history(5, removed, next)
+		h.Removals = []Removal{{Key: "k", By: "op", How: ByForceRelease, Call: ms(15), Return: ms(16), OK: true, Holders: []string{"h1"}}}
+		h.RemovalsUnfenced = unfenced
+		if vs := Check(h); len(vs) != 0 {
+			t.Errorf("unfenced %v: %v", unfenced, vs)
+		}
+	}
+	// A hold after both is still judged against the holder's fence.
+	h := history(5, removed, next, later)
+	h.Removals = []Removal{{Key: "k", By: "op", How: ByForceRelease, Call: ms(15), Return: ms(16), OK: true, Holders: []string{"h1"}}}
+	h.RemovalsUnfenced = true
+	if vs := Check(h); len(vs) != 1 || vs[0].Kind != Fence || !reflect.DeepEqual(vs[0].Ops, []int{2, 3}) {
+		t.Errorf("a later hold with a fence below the next holder's: %v, want one fence violation of ops 2 and 3", vs)
+	}
+}

@@ -49,6 +49,12 @@ type History struct {
 	Removals []Removal `json:"removals,omitempty"`
 	Writes   []Write   `json:"writes,omitempty"`
 	Final    []Sample  `json:"final,omitempty"` // every lock key on every node at quiescence
+	// RemovalsUnfenced says that the history's removals need not meet
+	// assumption A5 (the removal's floor covers the removed holder's
+	// fence: see SAFETY.md), so that fences are not judged across them.
+	// The simulator sets it: its removals race acquisitions and lose
+	// messages, and it does not know their floors.
+	RemovalsUnfenced bool `json:"removals_unfenced,omitempty"`
 
 	// Mu guards the history while it is recorded: hold it to change an Op
 	// that AddOp has already added.

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
@@ -181,8 +182,11 @@ func (l *link) deliver(cmd []string, keys []string, script *driver.Script, epoch
 				r = s.dispatch(now, l.db, append([]string{"EVAL", script.Source()}, cmd[2:]...))
 			}
 			if r.err == "" {
-				l.w.ran(l.client, s.id, script.Name(), keys)
+				l.w.ran(l.client, s.id, script.Name(), keys, r.val)
 			}
+		}
+		if tr := l.w.cfg.Trace; tr != nil {
+			tr(fmt.Sprintf("%v c%d->%s %s %v %v => %v %s answered=%v", l.w.h.Now(), l.client, l.name, script.Name(), keys, cmd[3+len(keys):], r.val, r.err, answer && done != nil))
 		}
 		s.mu.Unlock()
 		break

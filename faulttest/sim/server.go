@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -318,6 +319,60 @@ func (s *server) image() *image {
 		img.entries = append(img.entries, es)
 	}
 	return img
+}
+
+// live returns the server's data as it stands at virtual time now.
+func (s *server) live(now time.Time) *image {
+	s.now = s.nodeNow(now)
+	s.m.SetTime(s.now)
+	return s.image()
+}
+
+// lost returns the entries of cur, the data as it stands, that expire and
+// have not yet expired, and that kept (what the process starts again
+// with; nil: nothing) does not hold as they are: the locks, readers,
+// permits and terms that a crash, a restart from kept or a promotion to
+// kept would lose. Entries without an expiry (markers, counters) are not
+// locks.
+func lost(cur, kept *image) []entry {
+	var out []entry
+	for db, es := range cur.entries {
+		for _, e := range es {
+			if e.expires.IsZero() || !e.expires.After(cur.at) {
+				continue
+			}
+			if kept != nil && db < len(kept.entries) && slices.ContainsFunc(kept.entries[db], func(k entry) bool { return covers(k, e) }) {
+				continue
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// covers reports whether entry k holds what e holds: the same string, the
+// members of e's sorted set, the fields of e's hash.
+func covers(k, e entry) bool {
+	if k.key != e.key || k.typ != e.typ {
+		return false
+	}
+	switch e.typ {
+	case "string":
+		return k.str == e.str
+	case "zset":
+		for m := range e.zset {
+			if _, ok := k.zset[m]; !ok {
+				return false
+			}
+		}
+	case "hash":
+		for f, v := range e.hash {
+			if k.hash[f] != v {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // restore loads img into the fresh store at node time now, leaving out

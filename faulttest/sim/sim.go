@@ -33,6 +33,10 @@ type Config struct {
 	// Canary breaks an assumption of the library's guarantees, so that
 	// the checker must fire (see Canaries); "" for a safe run.
 	Canary string
+	// Trace, when set, is given a line for every request a server runs:
+	// when, the client and entry, the script, its keys and arguments,
+	// and the reply. It is for reading one replayed history.
+	Trace func(line string)
 }
 
 // Canaries lists the assumptions a run can break on purpose: a history
@@ -95,6 +99,8 @@ type world struct {
 	forced []forced    // by client: the servers its ForceRelease under way ran on
 	opts   redlock.Options
 	maxTTL time.Duration
+
+	majority []int // the servers of the crash of a majority being made
 }
 
 // entry0 is one node entry: a server and a database on it.
@@ -120,6 +126,7 @@ func Run(cfg Config) *Result {
 	}
 	twice := w.rng.IntN(2) == 0 // one server given as two entries
 	w.h = history.NewHistory(fmt.Sprintf("sim seed %d", cfg.Seed), 0)
+	w.h.RemovalsUnfenced = true // see SAFETY.md: the fault suite judges fences across a ForceRelease
 	now := time.Now()
 	for i := range servers {
 		// Each process has been up a minute when the history begins.
@@ -341,6 +348,15 @@ func (w *world) chaos(ctx context.Context) {
 			// crash, restart or promotion may lose it.
 			k = 6
 		}
+		if k == 12 || k == 13 {
+			w.majority = r.Perm(len(w.servers))[:len(w.servers)/2+1]
+		}
+		if !w.spares(now, si, k) {
+			// The fault would lose the last copy of a lock, which no
+			// rule of the client can see (see spares).
+			s.mu.Unlock()
+			continue
+		}
 		switch k {
 		case 0, 1: // a crash that loses the data
 			down := time.Duration(r.Int64N(int64(500 * time.Millisecond)))
@@ -352,8 +368,7 @@ func (w *world) chaos(ctx context.Context) {
 			}
 		case 12, 13: // a crash of a majority of the servers at once, each restarting empty
 			down := time.Duration(r.Int64N(int64(100 * time.Millisecond)))
-			n := len(w.servers)/2 + 1
-			for _, j := range r.Perm(len(w.servers))[:n] {
+			for _, j := range w.majority {
 				o := w.servers[j]
 				if o != s {
 					o.mu.Lock()
@@ -444,10 +459,70 @@ func (w *world) chaos(ctx context.Context) {
 	}
 }
 
-// forced records which servers ran one ForceRelease's deletion of key.
+// spares reports whether fault k of the chaos (see chaos) on server si,
+// which holds si's lock, may be made now: whether every lock that it
+// would lose (a lock key, a reader, a permit, a term that has not yet
+// expired) is still held, as it is, on some server that the fault does
+// not touch. The client's guarantees after a restart without its data
+// assume so (SAFETY.md, "Restarts, per hash slot": of the quorum that
+// granted a valid lock, some node keeps it): no rule of the client can
+// learn of a lock whose every copy is gone, short of an
+// Options.Quarantine as long as the longest TTL. A fault that loses no
+// data may always be made.
+func (w *world) spares(now time.Time, si, k int) bool {
+	gone := map[int]*image{} // by server: what it starts again with
+	switch k {
+	case 0, 1:
+		gone[si] = nil
+	case 2:
+		gone[si] = w.servers[si].snapshot
+	case 5:
+		gone[si] = w.servers[si].replica
+	case 12, 13:
+		for _, j := range w.majority {
+			if !w.servers[j].wentBack { // not crashed: see chaos
+				gone[j] = nil
+			}
+		}
+	default:
+		return true
+	}
+	var losses []entry
+	var others []*image
+	for j, o := range w.servers {
+		if j != si {
+			o.mu.Lock()
+		}
+		cur := o.live(now)
+		if j != si {
+			o.mu.Unlock()
+		}
+		if kept, ok := gone[j]; ok {
+			losses = append(losses, lost(cur, kept)...)
+		} else {
+			others = append(others, cur)
+		}
+	}
+	for _, e := range losses {
+		held := false
+		for _, img := range others {
+			for _, es := range img.entries {
+				held = held || slices.ContainsFunc(es, func(k entry) bool { return covers(k, e) && k.expires.After(img.at) })
+			}
+		}
+		if !held {
+			return false
+		}
+	}
+	return true
+}
+
+// forced records which servers ran one ForceRelease's deletion of key,
+// and the holders whose key it deleted there.
 type forced struct {
 	key     string
 	servers map[int]bool
+	holders []string
 }
 
 // forcing starts the record of client c's ForceRelease of key.
@@ -458,27 +533,36 @@ func (w *world) forcing(c int, key string) {
 }
 
 // ran notes that the script name of client c ran on server s without an
-// error reply.
-func (w *world) ran(c, s int, name string, keys []string) {
+// error reply, and replied val.
+func (w *world) ran(c, s int, name string, keys []string, val any) {
 	if name != "force" || len(keys) == 0 {
 		return
 	}
 	w.mu.Lock()
-	if f := w.forced[c]; f.servers != nil && f.key == keys[0] {
-		f.servers[s] = true
+	defer w.mu.Unlock()
+	f := &w.forced[c]
+	if f.servers == nil || f.key != keys[0] {
+		return
 	}
-	w.mu.Unlock()
+	f.servers[s] = true
+	// The force script's reply begins with 1 and the holder's ID when it
+	// deleted a hold.
+	if a, ok := val.([]any); ok && len(a) > 1 && a[0] == int64(1) {
+		if id, ok := a[1].(string); ok && id != "" && !slices.Contains(f.holders, id) {
+			f.holders = append(f.holders, id)
+		}
+	}
 }
 
 // forcedOn returns on how many servers client c's ForceRelease of key ran,
-// and ends its record.
-func (w *world) forcedOn(c int, key string) int {
+// and whose holds it deleted there, and ends its record.
+func (w *world) forcedOn(c int, key string) (servers int, holders []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	f := w.forced[c]
 	w.forced[c] = forced{}
 	if f.key != key {
-		return 0
+		return 0, nil
 	}
-	return len(f.servers)
+	return len(f.servers), f.holders
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -28,6 +29,7 @@ var (
 	canaryFlag = flag.String("sim.canary", "", "break this assumption (see Canaries) and search until the checker fires")
 	replays    = flag.Int("sim.replays", 0, "with -sim.seed: replay it this many times and compare the hashes")
 	verbose    = flag.Bool("sim.v", false, "print every history's summary")
+	traceFlag  = flag.Bool("sim.trace", false, "with -sim.seed: log every request the servers run, and every operation")
 	procs      = flag.Int("sim.procs", 2, "search in this many processes")
 	shardFlag  = flag.String("sim.shard", "", "i/n: make this process's share of a search (for the process that runs the search)")
 )
@@ -67,6 +69,9 @@ func runSeed(t *testing.T, seed uint64) *Result {
 	var res *Result
 	cfg := DefaultConfig(seed)
 	cfg.Canary = *canaryFlag
+	if *traceFlag {
+		cfg.Trace = func(line string) { t.Log(line) }
+	}
 	cryptotest.SetGlobalRandom(t, seed)
 	synctest.Test(t, func(t *testing.T) { res = Run(cfg) })
 	return res
@@ -109,6 +114,16 @@ func TestSim(t *testing.T) {
 			res.Seed, res.Ops, res.Faults, res.Took, len(res.Violations), n, failed, len(hashes), hashes)
 		if bad != nil {
 			res = bad // a replay that failed: the one to report
+		}
+		if *traceFlag {
+			for _, op := range res.History.Ops {
+				b, _ := json.Marshal(op)
+				t.Logf("op %s", b)
+			}
+			for _, rm := range res.History.Removals {
+				b, _ := json.Marshal(rm)
+				t.Logf("removal %s", b)
+			}
 		}
 		report(t, res, *mutantFlag != "" || *canaryFlag != "")
 		return

@@ -354,10 +354,14 @@ func (k *worker) force(ctx context.Context) {
 	// majority of the servers (say, on nodes that answered but that the
 	// client did not count, not yet knowing them to be servers apart):
 	// its holder has lost the lock then, and the history says so.
-	rm.OK = err == nil || k.w.forcedOn(k.i, key) > len(k.w.servers)/2
+	// Its holders are those whose key it deleted on some server, as the
+	// servers' replies say, whatever the verdict.
+	on, holders := k.w.forcedOn(k.i, key)
+	rm.OK = err == nil || on > len(k.w.servers)/2
 	if err != nil {
 		rm.Err = err.Error()
 	}
+	rm.Holders = holders
 	for _, v := range views {
 		if v.Held && !slices.Contains(rm.Holders, v.Holder) {
 			rm.Holders = append(rm.Holders, v.Holder)
