@@ -1404,7 +1404,10 @@ func awaitGone(r *run, key string, limit time.Duration) {
 func clockForwardThenRestart(r *run) {
 	const ttl, step = 3 * time.Second, 2 * time.Second
 	r.aged(ttl)
-	opts := redlock.Options{NodeTimeout: 30 * time.Millisecond, ReleaseTimeout: 100 * time.Millisecond}
+	// a never hears node 1: its quarantine has the floor of the longest
+	// TTL in use, so that nodes that started within the hour vote for it
+	// once older than that.
+	opts := redlock.Options{NodeTimeout: 30 * time.Millisecond, ReleaseTimeout: 100 * time.Millisecond, Quarantine: ttl}
 	a := r.client("a", true, opts)
 	b := r.client("b", true, opts)
 	ctx := context.Background()
@@ -1518,7 +1521,8 @@ func relative(fences []int64) []int64 {
 func restartThenClockForward(r *run) {
 	const ttl = 3 * time.Second
 	r.aged(ttl)
-	opts := redlock.Options{NodeTimeout: 30 * time.Millisecond, ReleaseTimeout: 100 * time.Millisecond}
+	// As in clockForwardThenRestart, a never hears node 1.
+	opts := redlock.Options{NodeTimeout: 30 * time.Millisecond, ReleaseTimeout: 100 * time.Millisecond, Quarantine: ttl}
 	a := r.client("a", true, opts)
 	b := r.client("b", true, opts)
 	ctx := context.Background()
