@@ -182,7 +182,7 @@ func (l *link) deliver(cmd []string, keys []string, script *driver.Script, epoch
 				r = s.dispatch(now, l.db, append([]string{"EVAL", script.Source()}, cmd[2:]...))
 			}
 			if r.err == "" {
-				l.w.ran(l.client, s.id, script.Name(), keys, r.val)
+				l.w.ran(l.client, s, l.db, script.Name(), keys, r.val)
 			}
 		}
 		if tr := l.w.cfg.Trace; tr != nil {

@@ -101,6 +101,28 @@ type world struct {
 	maxTTL time.Duration
 
 	majority []int // the servers of the crash of a majority being made
+	// held records, for each token a lock key has held, the servers on
+	// which some key held it (see ran and granted).
+	held map[string]map[int]bool
+}
+
+// tokenOf returns the token of a lock key's value: the part before the
+// owner's label.
+func tokenOf(v string) string {
+	tok, _, _ := strings.Cut(v, " ")
+	return tok
+}
+
+// granted reports whether a key that holds v may be a valid lock's: a
+// token that some key held on a quorum of the servers at some moment, or
+// one the simulator did not see written. A lock held on fewer servers than
+// that was never granted by a round that counts one vote per server, and
+// the client's guarantees do not cover keeping it (see spares).
+func (w *world) granted(v string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	on, ok := w.held[tokenOf(v)]
+	return !ok || len(on) >= len(w.servers)/2+1
 }
 
 // entry0 is one node entry: a server and a database on it.
@@ -119,12 +141,17 @@ func (w *world) newID(prefix string) string {
 // Run makes the history of cfg and judges it. It must run inside a
 // testing/synctest bubble: every sleep in it is virtual.
 func Run(cfg Config) *Result {
-	w := &world{seed: cfg.Seed, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5117))}
+	w := &world{seed: cfg.Seed, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5117)), held: map[string]map[int]bool{}}
 	servers := 3
 	if w.rng.IntN(3) == 0 {
 		servers = 5
 	}
 	twice := w.rng.IntN(2) == 0 // one server given as two entries
+	if w.rng.IntN(4) == 0 {
+		// Two servers, one of them given twice: three entries, a quorum
+		// of two, which one server counted twice would make alone.
+		servers, twice = 2, true
+	}
 	w.h = history.NewHistory(fmt.Sprintf("sim seed %d", cfg.Seed), 0)
 	w.h.RemovalsUnfenced = true // see SAFETY.md: the fault suite judges fences across a ForceRelease
 	now := time.Now()
@@ -141,7 +168,13 @@ func Run(cfg Config) *Result {
 	if twice {
 		s := w.rng.IntN(servers)
 		w.twice = s
-		w.entries = append(w.entries, entry0{server: s, db: 1, name: fmt.Sprintf("s%d:6379/1", s)})
+		// Another database of the server, or the same one through a
+		// relay (another address): either way one server, one vote.
+		e := entry0{server: s, db: 1, name: fmt.Sprintf("s%d:6379/1", s)}
+		if w.rng.IntN(2) == 0 {
+			e = entry0{server: s, name: fmt.Sprintf("s%d-relay:6380/0", s)}
+		}
+		w.entries = append(w.entries, e)
 	}
 	w.h.Nodes = len(w.entries)
 	w.h.Quorum = len(w.entries)/2 + 1
@@ -504,6 +537,9 @@ func (w *world) spares(now time.Time, si, k int) bool {
 		}
 	}
 	for _, e := range losses {
+		if e.typ == "string" && !w.granted(e.str) {
+			continue
+		}
 		held := false
 		for _, img := range others {
 			for _, es := range img.entries {
@@ -532,19 +568,33 @@ func (w *world) forcing(c int, key string) {
 	w.mu.Unlock()
 }
 
-// ran notes that the script name of client c ran on server s without an
-// error reply, and replied val.
-func (w *world) ran(c, s int, name string, keys []string, val any) {
+// ran notes that the script name of client c ran on database db of
+// server s without an error reply, and replied val. It runs with s's mu
+// held: it notes which tokens the keys hold on s (see granted).
+func (w *world) ran(c int, s *server, db int, name string, keys []string, val any) {
+	store := s.m.DB(db)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, k := range keys {
+		if store.Type(k) != "string" {
+			continue
+		}
+		v, _ := store.Get(k)
+		if tok := tokenOf(v); tok != "" {
+			if w.held[tok] == nil {
+				w.held[tok] = map[int]bool{}
+			}
+			w.held[tok][s.id] = true
+		}
+	}
 	if name != "force" || len(keys) == 0 {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	f := &w.forced[c]
 	if f.servers == nil || f.key != keys[0] {
 		return
 	}
-	f.servers[s] = true
+	f.servers[s.id] = true
 	// The force script's reply begins with 1 and the holder's ID when it
 	// deleted a hold.
 	if a, ok := val.([]any); ok && len(a) > 1 && a[0] == int64(1) {
