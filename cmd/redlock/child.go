@@ -8,9 +8,18 @@ import (
 	"syscall"
 )
 
-// child is COMMAND's running process.
+// child is COMMAND's running process, or on Linux the keeper that runs
+// COMMAND (keeper_linux.go).
 type child struct {
 	cmd *exec.Cmd
+	// life, when COMMAND runs under a keeper, is the write end of the
+	// keeper's life pipe: closing it makes the keeper kill COMMAND and
+	// everything it started. redlock's death closes it too.
+	life *os.File
+	// keeperErr says why COMMAND runs without a keeper on a system that
+	// has one; it is nil when COMMAND runs under one, or the system has
+	// none.
+	keeperErr error
 	// group is set when COMMAND leads a process group of its own, so that
 	// signals reach everything it started.
 	group bool
@@ -19,12 +28,25 @@ type child struct {
 	terminal bool
 }
 
-// startChild starts argv with env, sharing redlock's standard streams.
+// startChild starts argv with env, sharing redlock's standard streams:
+// under a keeper where the system has one, else itself.
 func startChild(argv, env []string) (*child, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
+	fg := inForeground()
+	ch := &child{group: !fg && groupsSupported, terminal: fg}
+	cmd, life, err := startKeeper(argv, env, !fg)
+	var ee *exitError
+	switch {
+	case err == nil:
+		ch.cmd, ch.life = cmd, life
+		return ch, nil
+	case errors.As(err, &ee):
+		return nil, err // COMMAND could not be started
+	case !errors.Is(err, errNoKeeper):
+		ch.keeperErr = err
+	}
+	cmd = exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	fg := inForeground()
 	cmd.SysProcAttr = sysProcAttr(!fg)
 	if err := cmd.Start(); err != nil {
 		code := exitCannotExec
@@ -33,8 +55,12 @@ func startChild(argv, env []string) (*child, error) {
 		}
 		return nil, &exitError{code: code, err: err, msg: fmt.Sprintf("cannot run %s: %v", argv[0], unwrapExec(err))}
 	}
-	return &child{cmd: cmd, group: !fg && groupsSupported, terminal: fg}, nil
+	ch.cmd = cmd
+	return ch, nil
 }
+
+// errNoKeeper is startKeeper's error on systems without a keeper.
+var errNoKeeper = errors.New("no keeper on this system")
 
 // unwrapExec drops the command name that exec errors repeat.
 func unwrapExec(err error) error {
@@ -49,8 +75,14 @@ func unwrapExec(err error) error {
 	return err
 }
 
-// wait waits for COMMAND to exit.
-func (ch *child) wait() { ch.cmd.Wait() }
+// wait waits for COMMAND to exit; under a keeper, for the keeper, which
+// exits when COMMAND does, with its status.
+func (ch *child) wait() {
+	ch.cmd.Wait()
+	if ch.life != nil {
+		ch.life.Close() // the keeper is gone: nothing to kill
+	}
+}
 
 // exitStatus returns COMMAND's exit status, 128+N if signal N killed it.
 func (ch *child) exitStatus() int {
@@ -85,8 +117,23 @@ func (ch *child) signal(sig os.Signal) {
 	}
 }
 
-// killGroup kills whatever is left of COMMAND's process group.
+// kill kills COMMAND: under a keeper, COMMAND and everything it
+// started, whatever process group they are in; else COMMAND, or its
+// process group.
+func (ch *child) kill() {
+	if ch.life != nil {
+		ch.life.Close()
+		return
+	}
+	ch.signal(syscall.SIGKILL)
+}
+
+// killGroup kills whatever is left of COMMAND's process group, and, while
+// the keeper runs, everything COMMAND started.
 func (ch *child) killGroup() {
+	if ch.life != nil {
+		ch.life.Close()
+	}
 	if ch.group {
 		signalGroup(ch.cmd.Process.Pid, syscall.SIGKILL)
 	}

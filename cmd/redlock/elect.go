@@ -30,8 +30,12 @@ leader's.
 Leadership is a lock on KEY, held for --ttl and renewed every third of the
 TTL while COMMAND runs; the leader records its term beside it. If redlock
 itself dies, nobody renews the leadership and it ends within one TTL, and
-another candidate takes over; on Linux, COMMAND is then sent SIGTERM. Every
-candidate should use the same --ttl. --value is what 'redlock leader KEY'
+another candidate takes over. On Linux, COMMAND runs under a keeper, as
+with 'redlock run': when redlock dies, by any signal, SIGKILL included, the
+keeper kills COMMAND and every process it started, well before the
+leadership can end. On other systems, after a SIGKILL of redlock, COMMAND
+and what it started run on beside the next leader. Every candidate should
+use the same --ttl. --value is what 'redlock leader KEY'
 shows of the leader, and the owner that 'redlock inspect KEY' shows.
 
 Without --wait, elect campaigns until it leads or it is interrupted; --wait

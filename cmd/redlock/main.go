@@ -19,5 +19,10 @@ package main
 import "os"
 
 func main() {
+	// On Linux, run and elect start COMMAND under a keeper: this binary
+	// again, told so by its first argument (keeper_linux.go).
+	if code, ok := keeperMain(os.Args[1:]); ok {
+		os.Exit(code)
+	}
 	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
 }

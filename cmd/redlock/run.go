@@ -85,8 +85,17 @@ when COMMAND exits, whatever its status.
 
 The lock is obtained for --ttl and extended automatically every third of
 the TTL while COMMAND runs, so COMMAND may run for as long as it needs. If
-redlock itself dies, nobody extends the lock and it expires within one TTL;
-on Linux, COMMAND is then sent SIGTERM.
+redlock itself dies, nobody extends the lock and it expires within one TTL.
+
+On Linux, COMMAND runs under a keeper: a second redlock process (ps shows
+"redlock __keeper ..."), the child subreaper of everything COMMAND starts,
+which holds a pipe from redlock. When redlock dies, by any signal,
+SIGKILL included, the pipe closes and the keeper kills COMMAND and every
+process it started, in any process group, with SIGKILL, well before the
+lock can expire; if the keeper dies, the kernel kills COMMAND. On other
+systems nothing tells COMMAND that redlock died: after a SIGKILL of
+redlock, COMMAND and what it started run on, while the lock expires within
+one TTL and another owner can take it.
 
 Without --wait, run waits until the lock is free or it is interrupted;
 --wait bounds the wait, and --wait 0s makes one attempt. While it waits, it
@@ -128,7 +137,9 @@ If the lock is lost while COMMAND runs (its keys deleted or evicted on a
 majority of the nodes, or too few nodes answered in time to extend it),
 redlock sends COMMAND SIGTERM, then SIGKILL after --kill-grace, says so on
 stderr and exits with status 76. Unless stdin is a terminal, COMMAND runs
-in a process group of its own, and the signals go to the whole group.
+in a process group of its own, and the signals go to the whole group; on
+Linux, the SIGKILL goes through the keeper to every process COMMAND
+started.
 
 Exit status (see also 'redlock help exit-codes'):
   COMMAND's own   when it ran (128+N if it was killed by signal N)
@@ -428,6 +439,9 @@ func (r *runner) run() error {
 		l.Release(context.Background())
 		return err
 	}
+	if ch.keeperErr != nil {
+		r.warn("the command runs without a keeper (%v): if redlock is killed, what the command started runs on", ch.keeperErr)
+	}
 	lost := r.supervise(ch, tg, lctx, sigs)
 	relErr := l.Release(context.Background())
 	if lost != nil {
@@ -677,7 +691,7 @@ func (r *runner) supervise(ch *child, tg *target, lctx context.Context, sigs <-c
 		case <-kill:
 			kill = nil
 			r.warn("the command did not exit within %v of SIGTERM: sending SIGKILL", r.flags.grace)
-			ch.signal(syscall.SIGKILL)
+			ch.kill()
 		}
 	}
 }
