@@ -100,7 +100,9 @@ type world struct {
 	opts   redlock.Options
 	maxTTL time.Duration
 
-	majority []int // the servers of the crash of a majority being made
+	majority []int         // the servers of the crash of a majority being made
+	longest  time.Duration // the life left to the longest lock held at that crash
+	longKey  string        // that lock's key
 	// held records, for each token a lock key has held, the servers on
 	// which some key held it (see ran and granted).
 	held map[string]map[int]bool
@@ -176,8 +178,10 @@ func Run(cfg Config) *Result {
 		}
 		w.entries = append(w.entries, e)
 	}
-	w.h.Nodes = len(w.entries)
-	w.h.Quorum = len(w.entries)/2 + 1
+	// The checker's quorum check counts servers: the samples are taken
+	// one a server (see sample).
+	w.h.Nodes = len(w.servers)
+	w.h.Quorum = len(w.servers)/2 + 1
 	topo := fmt.Sprintf("%d servers, entries %v", servers, names(w.entries))
 
 	// Node clocks: ahead of the clients by less than the shortest TTL
@@ -339,10 +343,16 @@ func (w *world) fault(kind history.FaultKind, node int, client, detail string) {
 	w.mu.Unlock()
 }
 
-// done reports whether the history has its operations and faults.
+// done reports whether the history has its operations and faults, and
+// every worker has made its start afresh after a majority's crash.
 func (w *world) done() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for _, at := range w.after {
+		if !at.IsZero() {
+			return false // a fresh process is still to come after a majority's crash
+		}
+	}
 	return w.ops >= w.cfg.Ops && w.faults >= w.cfg.Faults
 }
 
@@ -383,6 +393,12 @@ func (w *world) chaos(ctx context.Context) {
 		}
 		if k == 12 || k == 13 {
 			w.majority = r.Perm(len(w.servers))[:len(w.servers)/2+1]
+			if w.longest, w.longKey = w.longHeld(now, si); w.longest == 0 {
+				// A majority's crash is made while a long lock is held,
+				// which the servers that kept it then know of.
+				s.mu.Unlock()
+				continue
+			}
 		}
 		if !w.spares(now, si, k) {
 			// The fault would lose the last copy of a lock, which no
@@ -417,7 +433,14 @@ func (w *world) chaos(ctx context.Context) {
 			}
 			w.mu.Lock()
 			for i := range w.after {
-				w.after[i] = now.Add(time.Duration(r.Int64N(int64(longTTL / 2))))
+				// Half within 4s, as issue 39's schedule; half in the
+				// second half of the life left to the longest lock held,
+				// when the restarted servers are older than its time left.
+				d := time.Duration(r.Int64N(int64(longTTL / 2)))
+				if i%2 == 1 {
+					d = w.longest/2 + time.Duration(r.Int64N(int64(w.longest/2)))
+				}
+				w.after[i] = now.Add(d)
 			}
 			w.mu.Unlock()
 		case 2: // a restart from the last save
@@ -551,6 +574,78 @@ func (w *world) spares(now time.Time, si, k int) bool {
 		}
 	}
 	return true
+}
+
+// longHeld returns the life left to the longest lock key of the
+// workload that some server holds, and the key, if it is longer than the longest short
+// TTL: a long lock; 0 if none is. It is called with server si's mu held.
+func (w *world) longHeld(now time.Time, si int) (time.Duration, string) {
+	var longest time.Duration
+	var longKey string
+	for j, o := range w.servers {
+		if j != si {
+			o.mu.Lock()
+		}
+		o.now = o.nodeNow(now)
+		o.m.SetTime(o.now)
+		for db := range o.dbs {
+			for _, key := range lockKeys {
+				if ttl := o.m.DB(db).TTL(key); ttl > longest {
+					longest, longKey = ttl, key
+				}
+			}
+		}
+		if j != si {
+			o.mu.Unlock()
+		}
+	}
+	if longest <= ttls[len(ttls)-1] {
+		return 0, ""
+	}
+	return longest, longKey
+}
+
+// sample records on op what every server holds under op's keys now, as
+// the fault suite's probes do after each acquisition and extension, but
+// read from the servers' data, one sample a server: a paused server is
+// read too, and a server given twice holds the lock if either of its
+// databases does. The checker's quorum check then sees a lock that fewer
+// than a quorum of servers hold for as long as it is claimed, as one
+// server's votes counted twice would leave it. A reader's hold is not
+// sampled (its value is a member of the readers' set).
+func (w *world) sample(op *history.Op) {
+	if op.Shared() || op.Token == "" {
+		return
+	}
+	now := time.Now()
+	at := w.h.At(now)
+	for _, key := range op.LockKeys() {
+		smp := history.Sample{Key: key}
+		for i, s := range w.servers {
+			s.mu.Lock()
+			s.now = s.nodeNow(now)
+			s.m.SetTime(s.now)
+			ns := history.NodeSample{Node: i, Reached: true, At: at}
+			for db := range s.dbs {
+				store := s.m.DB(db)
+				if store.Type(key) != "string" {
+					continue
+				}
+				v, _ := store.Get(key)
+				if tok := tokenOf(v); ns.Value == "" || tok == op.Token {
+					ns.Value, ns.Expires = tok, 0
+					if ttl := store.TTL(key); ttl > 0 {
+						ns.Expires = at + history.Mono(float64(ttl)/s.rate)
+					}
+				}
+			}
+			s.mu.Unlock()
+			smp.Nodes = append(smp.Nodes, ns)
+		}
+		w.h.Mu.Lock()
+		op.Probes = append(op.Probes, smp)
+		w.h.Mu.Unlock()
+	}
 }
 
 // forced records which servers ran one ForceRelease's deletion of key,

@@ -21,8 +21,13 @@ var (
 	ttls     = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 3 * time.Second}
 )
 
-// longTTL is the TTL of the workload's occasional long lock.
-const longTTL = 8 * time.Second
+// longTTL is the TTL of the workload's occasional long lock, and
+// longGrantTTL that of its rare lock longer than a minute, which the nodes
+// record apart (the long grant of wire.LongGrant).
+const (
+	longTTL      = 8 * time.Second
+	longGrantTTL = 90 * time.Second
+)
 
 const (
 	semKey      = "{t}sem"
@@ -117,6 +122,11 @@ func (k *worker) got(op *history.Op, l *redlock.Lock, err error) {
 func (k *worker) hold(ctx context.Context, op *history.Op, l *redlock.Lock, ttl time.Duration) {
 	h := k.w.h
 	auto := k.r.IntN(3) == 0
+	if !auto {
+		// An automatic extension moves the claim without a record of
+		// its own: only holds extended by hand are sampled.
+		k.w.sample(op)
+	}
 	if auto {
 		l.AutoExtend(0)
 	}
@@ -137,6 +147,9 @@ func (k *worker) hold(ctx context.Context, op *history.Op, l *redlock.Lock, ttl 
 		e.Return = h.Now()
 		if err == nil {
 			e.OK, e.Until = true, h.At(l.Until())
+			op.Extends = append(op.Extends, e)
+			k.w.sample(op) // judged against the claim the extension made
+			op.Extends = op.Extends[:len(op.Extends)-1]
 		} else {
 			e.Err = err.Error()
 			e.Lost = errors.Is(err, redlock.ErrLockLost)
@@ -176,6 +189,9 @@ func (k *worker) step(ctx context.Context) {
 		// TTL, not its time left, so that a client asking a shorter TTL
 		// learns the right quarantine.
 		ttl = longTTL
+		if k.r.IntN(6) == 0 {
+			ttl = longGrantTTL
+		}
 	}
 	wait, cancel := context.WithTimeout(ctx, k.w.maxTTL/2)
 	defer cancel()
@@ -287,15 +303,28 @@ func (k *worker) lock(ctx, wait context.Context, key string, ttl time.Duration, 
 // servers restarted does first, the schedule of issue 39's first hole:
 // with a fresh client, it locks a key of one slot, releases it, then
 // tries a key of another slot with a short TTL, which a lock taken before
-// the restart may still hold.
+// the restart may still hold: half the time the key of the longest lock
+// held at the crash.
 func (k *worker) afterRestart(ctx context.Context) {
 	k.c.Close()
 	k.c = k.w.client(k.i, k.opts)
 	wait, cancel := context.WithTimeout(ctx, k.w.maxTTL/2)
 	defer cancel()
 	short := ttls[k.r.IntN(2)]
-	k.lock(ctx, wait, []string{"x", "y"}[k.r.IntN(2)], short, false)
-	k.lock(ctx, wait, []string{"{t}a", "{t}b"}[k.r.IntN(2)], short, false)
+	k.w.mu.Lock()
+	long := k.w.longKey
+	k.w.mu.Unlock()
+	other, target := []string{"x", "y"}[k.r.IntN(2)], []string{"{t}a", "{t}b"}[k.r.IntN(2)]
+	if long != "" && k.r.IntN(2) == 0 {
+		// The key of the long lock held at the crash, and a key of
+		// another slot first.
+		target, other = long, "y"
+		if long == "y" {
+			other = "x"
+		}
+	}
+	k.lock(ctx, wait, other, short, false)
+	k.lock(ctx, wait, target, short, false)
 }
 
 // adopt takes a hold (a lock, a reader's or writer's, or a permit) and
