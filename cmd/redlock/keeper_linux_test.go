@@ -139,3 +139,27 @@ func TestKeeperFileDescriptors(t *testing.T) {
 		}
 	}
 }
+
+// When the lock is lost and the command does not exit within
+// --kill-grace of SIGTERM, the SIGKILL that follows reaches every process
+// the command started, also one in a session and process group of its own,
+// which a signal to the command's group misses.
+func TestLostLockKillsEscapedDescendant(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartN(t, 5, redistest.Config{})
+	dir := t.TempDir()
+	const key = "lost:escaped"
+	script := `trap '' TERM; setsid sh -c 'trap "" TERM; echo $$ > escaped.tmp; mv escaped.tmp escaped; sleep 60' & wait`
+	p := start(t, dir, nil, "run", "--no-quarantine", "--ttl", "1s", "--kill-grace", "300ms", nodesFlag(srv...), key, "--", "sh", "-c", script)
+	escaped := readPid(t, p, dir, "escaped")
+	// As in TestRunLockLost: the deletions go on, on one majority, until
+	// run exits.
+	waitFor(t, 60*time.Second, "run to exit after its key was deleted on a majority", func() bool {
+		for _, s := range srv[:3] {
+			s.MustDo(t, "DEL", key)
+		}
+		return p.exited()
+	})
+	expect(t, p.wait(), exitLockLost, "LOST the lock", "sending SIGKILL")
+	waitFor(t, 30*time.Second, "the descendant in a session of its own to be killed", func() bool { return processGone(escaped) })
+}
