@@ -82,7 +82,7 @@ func (n *memoryNode) Eval(ctx context.Context, script *driver.Script, keys, args
 		defer n.mu.Unlock()
 		return n.evalRW(time.Now(), name, keys, args)
 	}
-	if name == "release" && len(args) == 4 && args[3] == "quiet" {
+	if name == "release" && len(args) == 4 && (args[3] == "quiet" || args[3] == "undo") {
 		args = args[:3] // the clean-up of a failed round: a memoryNode announces nothing anyway
 	}
 	arity, ok := memoryArity[name]

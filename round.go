@@ -55,7 +55,7 @@ func validUntil(start time.Time, ttl, drift time.Duration) time.Time {
 // keys left expire with their TTL.
 func (c *Client) cleanUp(ctx context.Context, key string, acq *round) *round {
 	acq.drain()
-	r := c.releaseRound(ctx, nil, acq.call.Undo(acq.maxFence()), true)
+	r := c.releaseRound(ctx, nil, acq.call.Undo(acq.maxFence(), acq.count(observe.OutcomeTaken) > 0), true)
 	reached := r.replied()
 	r.decide(reached == len(c.nodes))
 	if reached < len(c.nodes) {

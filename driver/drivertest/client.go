@@ -75,6 +75,7 @@ func TestClient[N Node](t *testing.T, dial func(url string) (N, error)) {
 	t.Run("AutoExtendKeepsOwnership", s.testAutoExtend)
 	t.Run("AutoExtendLimit", s.testAutoExtendLimit)
 	t.Run("NotifiedWaiting", s.testNotifiedWaiting)
+	t.Run("WakeAfterSplitVote", s.testWakeAfterSplitVote)
 	t.Run("CoalescedWaiters", s.testCoalescedWaiters)
 	t.Run("HandOffInProcess", s.testHandOffInProcess)
 	t.Run("Observer", s.testObserver)

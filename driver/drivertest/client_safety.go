@@ -14,6 +14,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/admin"
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/observe"
 )
@@ -448,6 +449,55 @@ func (s *suite) testNotifiedWaiting(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the waiter did not wake on the release")
+	}
+}
+
+// testWakeAfterSplitVote: a contender whose round won a node but no
+// quorum (a split vote) frees that node with its clean-up, and the clean-
+// up tells the waiters that node had turned away, in another Client: with
+// a RetryDelay of an hour, the waiter gets the lock only because of that
+// announcement. B waits, told "taken" by nodes 0 and 1, whose keys are then
+// deleted behind its back (a DEL announces nothing); C, a client of node 1
+// and of two servers of its own that hold the key for others, wins node 1
+// alone and cleans up.
+//
+// A clean-up that announced nothing left B asleep for its RetryDelay,
+// and every split vote among separate clients cost one.
+func (s *suite) testWakeAfterSplitVote(t *testing.T) {
+	cl := startCluster(t, 3, false)
+	others := startCluster(t, 2, false)
+	ctx, key := ctxT(t), keyFor(t)
+	for _, srv := range []*redistest.Server{cl.servers[0], cl.servers[1], others.servers[0], others.servers[1]} {
+		srv.MustDo(t, "SET", key, "someone-else x", "PX", "60000")
+	}
+	b := s.client(t, cl.urls(), &redlock.Options{RetryDelay: time.Hour})
+	c := s.client(t, []string{cl.servers[1].URL(), others.servers[0].URL(), others.servers[1].URL()}, nil)
+	got := make(chan error, 1)
+	go func() {
+		lb, err := b.Lock(ctx, key, 30*time.Second)
+		if err == nil {
+			err = lb.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // B fails its first two rounds and waits
+	cl.servers[0].MustDo(t, "DEL", key)
+	cl.servers[1].MustDo(t, "DEL", key)
+	select {
+	case err := <-got:
+		t.Fatalf("the waiter returned before any announcement: %v", err)
+	default:
+	}
+	if _, err := c.TryLock(ctx, key, 30*time.Second); !errors.Is(err, redlock.ErrTaken) {
+		t.Fatalf("C's split vote: %v, want ErrTaken", err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("waiter: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the waiter did not wake on the clean-up of C's split vote")
 	}
 }
 

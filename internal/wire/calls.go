@@ -17,8 +17,9 @@ type Call struct {
 
 	// Undo returns the call that undoes this one on the nodes that may
 	// have applied it, raising fence counters to at least fence; nil for
-	// a call that changes no lock.
-	Undo func(fence int64) Call
+	// a call that changes no lock. contended says that some node answered
+	// that another holds the keys: see Set.undo.
+	Undo func(fence int64, contended bool) Call
 
 	// LeanKeys, for a lock's release, are its keys without their slots'
 	// markers: the release then only deletes and announces. Lean marks the
@@ -135,16 +136,23 @@ func (s Set) Acquire(token string, ttl, quarantine time.Duration) Call {
 	default:
 		c.Keys, c.Args = s.with(), append(args, strconv.Itoa(len(s.Keys)))
 	}
-	c.Undo = func(fence int64) Call { return s.undo(token, fence) }
+	c.Undo = func(fence int64, contended bool) Call { return s.undo(token, fence, contended) }
 	return c
 }
 
 // undo returns the Release of the set with token that undoes a failed
-// acquisition. A lock's frees only its own grants, which no waiter waits
-// for, so it announces nothing: an announcement would wake every waiter
-// of the key to a round that cannot succeed.
-func (s Set) undo(token string, fence int64) Call {
+// acquisition. A lock's frees only its own grants and raises no fence
+// counter. It announces what it frees only when the round was contended
+// (some node answered that another holds the key): the contenders told
+// "taken" by a node this round holds then wake at once, rather than a
+// RetryDelay later, when a split vote leaves the key free. A round that
+// failed for want of answers announces nothing: waking the key's waiters
+// would send them to rounds that cannot succeed either.
+func (s Set) undo(token string, fence int64, contended bool) Call {
 	if s.Kind == Exclusive && s.Permits == 0 {
+		if contended {
+			return s.release(token, fence, "undo")
+		}
 		return s.release(token, fence, "quiet")
 	}
 	return s.Release(token, fence)
@@ -162,7 +170,9 @@ func (s Set) Release(token string, fence int64) Call {
 	return s.release(token, fence, "")
 }
 
-// release is Release, announcing nothing when quiet is "quiet".
+// release is Release, for a failed acquisition's clean-up when quiet is
+// "quiet" (it announces nothing and raises no counter) or "undo" (it
+// announces, and raises no counter).
 func (s Set) release(token string, fence int64, quiet string) Call {
 	args := []string{token, strconv.FormatInt(fence, 10)}
 	switch {

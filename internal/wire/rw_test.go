@@ -31,10 +31,10 @@ func TestSetRW(t *testing.T) {
 	}
 	// A writer's failed round is undone as a lock's, which leaves the
 	// intent; a reader's by its own script.
-	if u := c.Undo(7); u.Script != releaseScript {
+	if u := c.Undo(7, false); u.Script != releaseScript {
 		t.Errorf("writer's Undo runs %s", u.Script.Name())
 	}
-	if u := r.Acquire("tok", time.Second, 0).Undo(7); u.Script != rwReleaseScript || u.Keys[1] != "k" {
+	if u := r.Acquire("tok", time.Second, 0).Undo(7, false); u.Script != rwReleaseScript || u.Keys[1] != "k" {
 		t.Errorf("reader's Undo: %s %q", u.Script.Name(), u.Args)
 	}
 	if e := w.Extend("tok", time.Second); e.Script != extendScript {

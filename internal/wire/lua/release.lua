@@ -7,9 +7,12 @@
 -- ARGV[1]      the value of the acquisition being released
 -- ARGV[2]      the lock's fence (the largest over the nodes that granted
 --              it)
--- ARGV[3]      optional: "quiet" announces nothing (the clean-up of a
---              failed acquisition frees only its own grant, which nobody
---              waits for); anything else announces
+-- ARGV[3]      optional, for the clean-up of a failed acquisition, which
+--              frees only its own grant and raises no counter: "quiet"
+--              announces nothing (a round that failed for want of
+--              answers), "undo" announces (a contended round, whose
+--              contenders wait on the grant it frees); anything else is
+--              a release, which announces and raises the counters
 -- ARGV[4]      n, the number of keys; absent for one key
 --
 -- Returns {status, told}: status 1 when a key held the value (every such
@@ -23,10 +26,11 @@
 --
 -- On every node, whatever the keys hold, the slots' fence counters are
 -- raised to at least the lock's fence (see counter.lua, which says why the
--- deletion comes first); a quiet clean-up raises none. Its round gave no
+-- deletion comes first); a clean-up raises none. Its round gave no
 -- lock, so no holder has its fence for a later one to exceed, and the
 -- nodes that granted it wrote their counters then.
 local n = tonumber(ARGV[4]) or 1
+local cleanup = ARGV[3] == 'quiet' or ARGV[3] == 'undo'
 local deleted, foreign, told = 0, 0, 0
 for i = 1, n do
 	local v = redis.call('GET', KEYS[i])
@@ -41,7 +45,7 @@ for i = 1, n do
 	end
 end
 for i = n + 1, #KEYS do
-	local err = settle(KEYS[i], ARGV[1], ARGV[3] ~= 'quiet' and ARGV[2] or nil, deleted > 0)
+	local err = settle(KEYS[i], ARGV[1], not cleanup and ARGV[2] or nil, deleted > 0)
 	if err then
 		return redis.error_reply(err)
 	end
