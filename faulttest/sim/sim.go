@@ -94,6 +94,7 @@ type world struct {
 	ops    int
 	faults int
 	gc     []bool      // by worker: its next hold pauses past its validity
+	exited []bool      // by worker: it has made its last operation
 	after  []time.Time // by worker: when it starts afresh after a restart of a majority (see afterRestart)
 	twice  int         // the server given as two entries; -1 if none
 	forced []forced    // by client: the servers its ForceRelease under way ran on
@@ -211,6 +212,7 @@ func Run(cfg Config) *Result {
 
 	const workers = 4
 	w.gc = make([]bool, workers)
+	w.exited = make([]bool, workers)
 	w.after = make([]time.Time, workers)
 	w.forced = make([]forced, 2*workers)
 	ctx, stop := context.WithCancel(context.Background())
@@ -348,15 +350,20 @@ func (w *world) fault(kind history.FaultKind, node int, client, detail string) {
 func (w *world) done() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, at := range w.after {
-		if !at.IsZero() {
+	for i, at := range w.after {
+		if !at.IsZero() && !w.exited[i] {
 			return false // a fresh process is still to come after a majority's crash
 		}
 	}
 	return w.ops >= w.cfg.Ops && w.faults >= w.cfg.Faults
 }
 
-// chaos injects faults at random moments until ctx is done.
+// maxHistory bounds a history's virtual time: the chaos ends then, and
+// the workers with it, whatever they still wanted.
+const maxHistory = 10 * time.Minute
+
+// chaos injects faults at random moments until ctx is done, the history
+// has what it needs, or maxHistory has passed.
 func (w *world) chaos(ctx context.Context) {
 	r := w.rng
 	// Faults come at random moments, one about every 100/Faults
@@ -364,7 +371,8 @@ func (w *world) chaos(ctx context.Context) {
 	// however long the operations take.
 	every := max(w.cfg.Ops/max(w.cfg.Faults, 1), 2)
 	mark := 0
-	for ctx.Err() == nil && !w.done() {
+	began := time.Now()
+	for ctx.Err() == nil && !w.done() && time.Since(began) < maxHistory {
 		wait := time.Duration(r.Int64N(int64(300 * time.Millisecond)))
 		select {
 		case <-ctx.Done():

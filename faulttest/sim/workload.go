@@ -66,6 +66,9 @@ func (w *world) newWorker(i int) *worker {
 func (k *worker) run(ctx context.Context) {
 	w := k.w
 	defer func() {
+		w.mu.Lock()
+		w.exited[k.i] = true // no start afresh is waited for any more
+		w.mu.Unlock()
 		k.c.Close()
 		k.heir.Close()
 	}()
