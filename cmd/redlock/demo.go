@@ -237,6 +237,7 @@ func (d *demo) connect(urls []string, ts *tlsSetup) error {
 		for i, n := range ns.nodes {
 			nodes[i] = &demoNode{Node: n, cut: &d.cut[i]}
 		}
+		quietLogs(&opts)
 		c, err := redlock.New(nodes, &opts)
 		if err != nil {
 			return nil, usagef("%s", describeErr(err))

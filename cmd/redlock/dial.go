@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -118,6 +119,7 @@ func (s *nodeSet) lockNodes() []redlock.Node {
 // client returns a lock client for the nodes. Invalid options and nodes
 // given twice are usage errors.
 func (s *nodeSet) client(opts *redlock.Options) (*redlock.Client, error) {
+	quietLogs(opts)
 	c, err := redlock.New(s.lockNodes(), opts)
 	if err != nil {
 		return nil, usagef("%v", strings.TrimPrefix(err.Error(), "redlock: "))
@@ -144,3 +146,12 @@ type quietRedis struct{}
 func (quietRedis) Printf(context.Context, string, ...any) {}
 
 func init() { redis.SetLogger(quietRedis{}) }
+
+// quietLogs keeps the lock client from logging on its own, for the same
+// reason, unless opts has a Logger: its default, slog.Default(), would
+// write to stderr past the scrubber of passwords.
+func quietLogs(opts *redlock.Options) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+}
