@@ -115,7 +115,7 @@ func electionTarget(r *runner, c *redlock.Client) *target {
 		taken: func() string {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
-			if info, err := e.Leader(ctx); err == nil {
+			if info, err := e.Leader(ctx); err == nil && info.Term != 0 {
 				return fmt.Sprintf("%q leads, in term %d", info.Value, info.Term)
 			}
 			return "another candidate leads"
@@ -228,7 +228,7 @@ func runLeader(ctx context.Context, w io.Writer, nf *nodeFlags, rf *reportFlags,
 	}
 	rep := &leaderReport{Key: key}
 	now := time.Now()
-	if err == nil {
+	if err == nil && info.Term != 0 { // Term 0: nobody leads
 		ends := info.Ends
 		rep.Leader, rep.Value, rep.Term, rep.ID, rep.Ends = true, info.Value, info.Term, info.ID, &ends
 		rep.TTLMillis = max(info.Ends.Sub(now), 0).Milliseconds()
