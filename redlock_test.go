@@ -557,12 +557,7 @@ func (s *slowNodeLog) snapshot() []string {
 func (s *slowNodeLog) finish() []string {
 	close(s.gate)
 	s.c.Close()
-	var got []string
-	for _, e := range s.log {
-		if strings.HasPrefix(e, "c ") {
-			got = append(got, e)
-		}
-	}
+	got := s.callsTo("c")
 	return got
 }
 
@@ -623,16 +618,34 @@ func TestOutcomeOfStatus(t *testing.T) {
 	}
 }
 
+// newSlowNodeLock returns a slowNodeLog and a lock taken on its nodes,
+// whose acquire on node c is still on its way.
+func newSlowNodeLock(t *testing.T) (*slowNodeLog, *Lock) {
+	s := newSlowNodeLog(t)
+	l, err := s.c.TryLock(context.Background(), "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, l
+}
+
+// callsTo returns the calls that node completed, in order.
+func (s *slowNodeLog) callsTo(node string) []string {
+	var got []string
+	for _, e := range s.log {
+		if strings.HasPrefix(e, node+" ") {
+			got = append(got, e)
+		}
+	}
+	return got
+}
+
 // TestWaitingRequestFollowsItsPredecessor checks that a round's request to
 // a slow node waits behind that node's request of the round before, and is
 // sent once that one has returned.
 func TestWaitingRequestFollowsItsPredecessor(t *testing.T) {
-	s := newSlowNodeLog(t)
+	s, l := newSlowNodeLock(t)
 	ctx := context.Background()
-	l, err := s.c.TryLock(ctx, "k", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// c's acquire is still on its way: the extension's request to c waits.
 	r := s.c.send(ctx, 5*time.Second, 1, l.ks.Extend(l.token, 10*time.Second), l.last)
 	if l.last.reqs[2].next.Load() != &r.reqs[2] {
@@ -641,12 +654,7 @@ func TestWaitingRequestFollowsItsPredecessor(t *testing.T) {
 	close(s.gate)
 	r.drain()
 	s.c.Close()
-	var got []string
-	for _, e := range s.log {
-		if strings.HasPrefix(e, "c ") {
-			got = append(got, e)
-		}
-	}
+	got := s.callsTo("c")
 	if !slices.Equal(got, []string{"c acquire", "c extend"}) {
 		t.Fatalf("c saw %q, want its acquire, then its extension", got)
 	}
@@ -657,12 +665,8 @@ func TestWaitingRequestFollowsItsPredecessor(t *testing.T) {
 // are both sent to a slow node once its request of that round returns:
 // neither is lost, and Close does not wait for ever.
 func TestTwoRequestsFollowOneRound(t *testing.T) {
-	s := newSlowNodeLog(t)
+	s, l := newSlowNodeLock(t)
 	ctx := context.Background()
-	l, err := s.c.TryLock(ctx, "k", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
 	first := s.c.send(ctx, 5*time.Second, 1, l.ks.Extend(l.token, 10*time.Second), l.last)
 	second := s.c.send(ctx, 5*time.Second, 1, l.ks.Extend(l.token, 10*time.Second), l.last)
 	if l.last.reqs[2].next.Load() != &first.reqs[2] || first.reqs[2].next.Load() != &second.reqs[2] {
@@ -681,12 +685,7 @@ func TestTwoRequestsFollowOneRound(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close still waits for a request that was never sent")
 	}
-	var got []string
-	for _, e := range s.log {
-		if strings.HasPrefix(e, "c ") {
-			got = append(got, e)
-		}
-	}
+	got := s.callsTo("c")
 	if !slices.Equal(got, []string{"c acquire", "c extend", "c extend"}) {
 		t.Fatalf("c saw %q, want its acquire, then both extensions", got)
 	}

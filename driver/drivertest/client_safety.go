@@ -430,14 +430,7 @@ func (s *suite) testNotifiedWaiting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		lb, err := b.Lock(ctx, key, 30*time.Second)
-		if err == nil {
-			err = lb.Release(ctx)
-		}
-		got <- err
-	}()
+	got := lockInBackground(ctx, b, key)
 	time.Sleep(100 * time.Millisecond) // B fails a round or two and waits
 	if err := la.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -450,6 +443,20 @@ func (s *suite) testNotifiedWaiting(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the waiter did not wake on the release")
 	}
+}
+
+// lockInBackground starts c.Lock of key, released at once, and returns
+// its error when it is done.
+func lockInBackground(ctx context.Context, c *redlock.Client, key string) <-chan error {
+	got := make(chan error, 1)
+	go func() {
+		l, err := c.Lock(ctx, key, 30*time.Second)
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	return got
 }
 
 // testWakeAfterSplitVote: a contender whose round won a node but no
@@ -472,14 +479,7 @@ func (s *suite) testWakeAfterSplitVote(t *testing.T) {
 	}
 	b := s.client(t, cl.urls(), &redlock.Options{RetryDelay: time.Hour})
 	c := s.client(t, []string{cl.servers[1].URL(), others.servers[0].URL(), others.servers[1].URL()}, nil)
-	got := make(chan error, 1)
-	go func() {
-		lb, err := b.Lock(ctx, key, 30*time.Second)
-		if err == nil {
-			err = lb.Release(ctx)
-		}
-		got <- err
-	}()
+	got := lockInBackground(ctx, b, key)
 	time.Sleep(200 * time.Millisecond) // B fails its first two rounds and waits
 	cl.servers[0].MustDo(t, "DEL", key)
 	cl.servers[1].MustDo(t, "DEL", key)
