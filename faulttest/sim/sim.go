@@ -684,13 +684,16 @@ func (w *world) ran(c int, s *server, db int, name string, keys []string, val an
 		}
 		v, _ := store.Get(k)
 		if tok := tokenOf(v); tok != "" {
+			if w.held == nil {
+				w.held = map[string]map[int]bool{}
+			}
 			if w.held[tok] == nil {
 				w.held[tok] = map[int]bool{}
 			}
 			w.held[tok][s.id] = true
 		}
 	}
-	if name != "force" || len(keys) == 0 {
+	if name != "force" || len(keys) == 0 || c >= len(w.forced) {
 		return
 	}
 	f := &w.forced[c]
