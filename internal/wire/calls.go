@@ -148,12 +148,19 @@ func (s Set) Acquire(token string, ttl, quarantine time.Duration) Call {
 // RetryDelay later, when a split vote leaves the key free. A round that
 // failed for want of answers announces nothing: waking the key's waiters
 // would send them to rounds that cannot succeed either.
+//
+// A semaphore's clean-up raises no counter either (fence 0): raising the
+// others to a grant's fence, drawn after an operator's ForceRelease read
+// the counters, put every counter above that floor, and the removal then
+// left the permit it was asked to remove on every node.
 func (s Set) undo(token string, fence int64, contended bool) Call {
-	if s.Kind == Exclusive && s.Permits == 0 {
-		if contended {
-			return s.release(token, fence, "undo")
-		}
+	switch {
+	case s.Kind == Exclusive && s.Permits == 0 && contended:
+		return s.release(token, fence, "undo")
+	case s.Kind == Exclusive && s.Permits == 0:
 		return s.release(token, fence, "quiet")
+	case s.Permits > 0:
+		return s.Release(token, 0)
 	}
 	return s.Release(token, fence)
 }
