@@ -101,6 +101,7 @@ type world struct {
 	opts   redlock.Options
 	maxTTL time.Duration
 
+	quietEnd time.Time     // when the client cut from the second entry of the server given twice reaches it
 	majority []int         // the servers of the crash of a majority being made
 	longest  time.Duration // the life left to the longest lock held at that crash
 	longKey  string        // that lock's key
@@ -228,6 +229,7 @@ func Run(cfg Config) *Result {
 		// only, and later from the other, perhaps after a restart.
 		l := w.links[w.rng.IntN(len(w.links))][len(w.entries)-1]
 		l.quiet = now.Add(time.Duration(w.rng.Int64N(int64(2 * time.Second))))
+		w.quietEnd = l.quiet
 		w.fault(history.FaultBlackhole, l.entry, fmt.Sprint("c", l.client), fmt.Sprintf("at the start, for %v", l.quiet.Sub(now)))
 	}
 	for _, k := range ks {
@@ -372,6 +374,21 @@ func (w *world) chaos(ctx context.Context) {
 	every := max(w.cfg.Ops/max(w.cfg.Faults, 1), 2)
 	mark := 0
 	began := time.Now()
+	if w.twice >= 0 && r.IntN(2) == 0 {
+		// The server given twice restarts while one client cannot reach
+		// its second entry yet: that client's probes of its two entries
+		// then see two run_ids, one before the restart and one after.
+		time.Sleep(time.Duration(r.Int64N(int64(time.Until(w.quietEnd) + 1))))
+		s := w.servers[w.twice]
+		s.mu.Lock()
+		if !s.wentBack && w.spares(time.Now(), w.twice, 0) {
+			down := time.Duration(r.Int64N(int64(100 * time.Millisecond)))
+			s.crash(time.Now(), down)
+			w.fault(history.FaultKill, w.twice, "", "while a client cannot reach its second entry")
+			w.fault(history.FaultRestart, w.twice, "", fmt.Sprintf("empty, after %v", down))
+		}
+		s.mu.Unlock()
+	}
 	for ctx.Err() == nil && !w.done() && time.Since(began) < maxHistory {
 		wait := time.Duration(r.Int64N(int64(300 * time.Millisecond)))
 		select {
