@@ -58,6 +58,10 @@ func (n *memoryNode) Name() string { return n.name }
 // memoryArity holds the numbers of keys and arguments of each script.
 var memoryArity = map[string][2]int{"acquire": {2, 3}, "release": {2, 2}, "extend": {2, 2}}
 
+// leanMarker stands for the marker a lean release does not send: its
+// counter is raised there, where nothing reads it.
+const leanMarker = "\x00lean"
+
 // counterTTL is how long a memoryNode keeps a fence counter, in ms: as
 // long as it runs, as a node keeps its markers.
 const counterTTL = 1 << 40
@@ -82,8 +86,17 @@ func (n *memoryNode) Eval(ctx context.Context, script *driver.Script, keys, args
 		defer n.mu.Unlock()
 		return n.evalRW(time.Now(), name, keys, args)
 	}
-	if name == "release" && len(args) == 4 && (args[3] == "quiet" || args[3] == "undo") {
-		args = args[:3] // the clean-up of a failed round: a memoryNode announces nothing anyway
+	if name == "release" {
+		// The clean-up of a failed round names its mode ("quiet",
+		// "undo"): a memoryNode announces nothing anyway, and raises a
+		// counter no further than the fence it is given. A lean release
+		// sends the key without its marker: the counter stays as it is.
+		if len(args) == 3 && (args[2] == "quiet" || args[2] == "undo") {
+			args = args[:2]
+		}
+		if len(keys) == 1 {
+			keys = []string{keys[0], leanMarker}
+		}
 	}
 	arity, ok := memoryArity[name]
 	if !ok || len(keys) != arity[0] || len(args) != arity[1] {
