@@ -225,7 +225,7 @@ func (c *Client) firstIdentification(ctx context.Context, probe []int, timeout t
 // ctx ended first; the probes that did not return go on in the
 // background.
 func (c *Client) probeWave(ctx, pctx context.Context, probe []int) bool {
-	const graceMin = 10 * time.Millisecond
+	const graceMin = 100 * time.Millisecond
 	start := time.Now()
 	answered := make(chan struct{}, len(probe))
 	for _, i := range probe {
