@@ -321,13 +321,6 @@ func (s *server) image() *image {
 	return img
 }
 
-// live returns the server's data as it stands at virtual time now.
-func (s *server) live(now time.Time) *image {
-	s.now = s.nodeNow(now)
-	s.m.SetTime(s.now)
-	return s.image()
-}
-
 // lost returns the entries of cur, the data as it stands, that expire and
 // have not yet expired, and that kept (what the process starts again
 // with; nil: nothing) does not hold as they are: the locks, readers,

@@ -570,20 +570,14 @@ func (w *world) spares(now time.Time, si, k int) bool {
 	}
 	var losses []entry
 	var others []*image
-	for j, o := range w.servers {
-		if j != si {
-			o.mu.Lock()
-		}
-		cur := o.live(now)
-		if j != si {
-			o.mu.Unlock()
-		}
+	w.atEach(now, si, func(j int, o *server) {
+		cur := o.image()
 		if kept, ok := gone[j]; ok {
 			losses = append(losses, lost(cur, kept)...)
 		} else {
 			others = append(others, cur)
 		}
-	}
+	})
 	for _, e := range losses {
 		if e.typ == "string" && !w.granted(e.str) {
 			continue
@@ -601,18 +595,30 @@ func (w *world) spares(now time.Time, si, k int) bool {
 	return true
 }
 
+// atEach calls f for every server in turn, with its mu held and its
+// clock read at virtual time now. The caller holds the mu of server si
+// already (-1: of none).
+func (w *world) atEach(now time.Time, si int, f func(i int, s *server)) {
+	for i, s := range w.servers {
+		if i != si {
+			s.mu.Lock()
+		}
+		s.now = s.nodeNow(now)
+		s.m.SetTime(s.now)
+		f(i, s)
+		if i != si {
+			s.mu.Unlock()
+		}
+	}
+}
+
 // longHeld returns the life left to the longest lock key of the
 // workload that some server holds, and the key, if it is longer than the longest short
 // TTL: a long lock; 0 if none is. It is called with server si's mu held.
 func (w *world) longHeld(now time.Time, si int) (time.Duration, string) {
 	var longest time.Duration
 	var longKey string
-	for j, o := range w.servers {
-		if j != si {
-			o.mu.Lock()
-		}
-		o.now = o.nodeNow(now)
-		o.m.SetTime(o.now)
+	w.atEach(now, si, func(_ int, o *server) {
 		for db := range o.dbs {
 			for _, key := range lockKeys {
 				if ttl := o.m.DB(db).TTL(key); ttl > longest {
@@ -620,10 +626,7 @@ func (w *world) longHeld(now time.Time, si int) (time.Duration, string) {
 				}
 			}
 		}
-		if j != si {
-			o.mu.Unlock()
-		}
-	}
+	})
 	if longest <= ttls[len(ttls)-1] {
 		return 0, ""
 	}
@@ -646,10 +649,7 @@ func (w *world) sample(op *history.Op) {
 	at := w.h.At(now)
 	for _, key := range op.LockKeys() {
 		smp := history.Sample{Key: key}
-		for i, s := range w.servers {
-			s.mu.Lock()
-			s.now = s.nodeNow(now)
-			s.m.SetTime(s.now)
+		w.atEach(now, -1, func(i int, s *server) {
 			ns := history.NodeSample{Node: i, Reached: true, At: at}
 			for db := range s.dbs {
 				store := s.m.DB(db)
@@ -664,9 +664,8 @@ func (w *world) sample(op *history.Op) {
 					}
 				}
 			}
-			s.mu.Unlock()
 			smp.Nodes = append(smp.Nodes, ns)
-		}
+		})
 		w.h.Mu.Lock()
 		op.Probes = append(op.Probes, smp)
 		w.h.Mu.Unlock()
